@@ -1,0 +1,1 @@
+//! HTTP: URLs to the stages behind them.

@@ -1,0 +1,19 @@
+//! The vocabulary shared by every stage of sumi. Nothing here does I/O.
+//!
+//! - [`name`]: metric paths (`servers.web01.cpu.user`) and how raw input becomes one.
+//! - [`glob`]: Graphite's per-node glob patterns (`*`, `?`, `[a-z]`, `{a,b}`), as
+//!   graphite-web 1.1's finders match them.
+//! - [`agg`]: aggregation methods of whisper rollups (`average`, `sum`, `last`, ...).
+//! - [`schema`]: retention archives and the two carbon config files
+//!   (`storage-schemas.conf`, `storage-aggregation.conf`) with carbon's matching rules.
+//! - [`point`]: a timestamped value and the batch that crosses the ingest → store seam.
+
+pub mod agg;
+pub mod glob;
+pub mod name;
+pub mod point;
+pub mod schema;
+
+pub use agg::AggMethod;
+pub use point::{Batch, Point};
+pub use schema::{Archive, Retention, SeriesConfig};

@@ -1,0 +1,112 @@
+//! A point, and the batch that crosses the ingest → store seam.
+
+/// One value of one series at one second. Timestamps are Unix seconds; sub-second
+/// parts are cut off on the way in, as carbon's `int(timestamp)` does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    pub ts: i64,
+    pub value: f64,
+}
+
+/// Points of many series, as a parser produces them: names packed into one buffer so
+/// that filling a batch allocates nothing per point once it has grown.
+///
+/// Names in a batch are already normalized ([`crate::name::normalize`]).
+#[derive(Clone, Debug, Default)]
+pub struct Batch {
+    names: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    name_start: u32,
+    name_len: u32,
+    point: Point,
+}
+
+impl Batch {
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    pub fn with_capacity(points: usize, name_bytes: usize) -> Batch {
+        Batch {
+            names: Vec::with_capacity(name_bytes),
+            entries: Vec::with_capacity(points),
+        }
+    }
+
+    /// Adds a point. When `name` equals the previous point's name it is not copied again.
+    pub fn push(&mut self, name: &str, ts: i64, value: f64) {
+        let (name_start, name_len) = match self.entries.last() {
+            Some(last) if self.name_at(last) == name.as_bytes() => (last.name_start, last.name_len),
+            _ => {
+                let start = self.names.len() as u32;
+                self.names.extend_from_slice(name.as_bytes());
+                (start, name.len() as u32)
+            }
+        };
+        self.entries.push(Entry {
+            name_start,
+            name_len,
+            point: Point { ts, value },
+        });
+    }
+
+    fn name_at(&self, e: &Entry) -> &[u8] {
+        let start = e.name_start as usize;
+        &self.names[start..start + e.name_len as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Bytes held by names and points, to decide when a batch is big enough to hand on.
+    pub fn byte_size(&self) -> usize {
+        self.names.len() + self.entries.len() * std::mem::size_of::<Entry>()
+    }
+
+    pub fn clear(&mut self) {
+        self.names.clear();
+        self.entries.clear();
+    }
+
+    /// The points in the order they were pushed.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, Point)> + '_ {
+        self.entries.iter().map(move |e| {
+            let name = self.name_at(e);
+            // names were pushed as &str, so the bytes are UTF-8
+            let name = std::str::from_utf8(name).unwrap_or_default();
+            (name, e.point)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_and_iterate() {
+        let mut b = Batch::new();
+        b.push("a.b", 10, 1.0);
+        b.push("a.b", 20, 2.0);
+        b.push("c", 10, 3.5);
+        assert_eq!(b.len(), 3);
+        let got: Vec<_> = b.iter().map(|(n, p)| (n.to_string(), p.ts, p.value)).collect();
+        assert_eq!(
+            got,
+            vec![("a.b".into(), 10, 1.0), ("a.b".into(), 20, 2.0), ("c".into(), 10, 3.5)]
+        );
+        // the repeated name was stored once
+        assert_eq!(b.names.len(), 4);
+        b.clear();
+        assert!(b.is_empty());
+    }
+}

@@ -1,0 +1,52 @@
+//! The query → store seam: everything query needs from storage, as a trait, so that
+//! functions can be tested on generated series and a cluster can fan out.
+
+use sumi_model::glob::PathPattern;
+
+/// A node of the metric tree, as graphite-web's finders yield them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FindNode {
+    /// The full dotted path (`servers.web01.cpu`).
+    pub path: String,
+    /// A series (whisper's `.wsp` file) rather than a branch (a directory).
+    pub is_leaf: bool,
+}
+
+/// One series as whisper's `fetch` returns it: values for the slots
+/// `start, start + step, ..., end - step` (`end` exclusive), `None` where nothing is
+/// stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FetchedSeries {
+    pub path: String,
+    pub start: i64,
+    pub end: i64,
+    pub step: i64,
+    pub values: Vec<Option<f64>>,
+}
+
+/// Why a source could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The request would touch more than the configured limit (series or points).
+    #[error("query too large: {0}")]
+    TooLarge(String),
+    #[error("storage error: {0}")]
+    Storage(String),
+}
+
+/// What the query engine needs from storage.
+pub trait SeriesSource: Send + Sync {
+    /// Every node matching `pattern`, sorted by path. A path that is both a leaf and a
+    /// branch (`a.b` stored and `a.b.c` stored) is returned once per kind, leaf first.
+    fn find(&self, pattern: &PathPattern) -> Result<Vec<FindNode>, SourceError>;
+
+    /// Whisper-style fetch of leaf paths (as [`find`](Self::find) returned them). Each
+    /// series is answered from the archive whisper would pick: the first whose
+    /// retention covers `now - from`; the interval and step follow whisper's `fetch`
+    /// (`from` and `until` clamped to the retention and to `now`, slots aligned to the
+    /// archive step, the slot holding `from` excluded and the one holding `until`
+    /// included). A path with nothing to return (range entirely outside the retention,
+    /// `from > now`, unknown path) is left out of the result.
+    fn fetch(&self, paths: &[String], from: i64, until: i64, now: i64)
+        -> Result<Vec<FetchedSeries>, SourceError>;
+}

@@ -1,0 +1,1 @@
+//! Render: series in, bytes of the requested format out.
