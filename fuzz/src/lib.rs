@@ -1,1 +1,31 @@
-//! Fuzz targets.
+//! Fuzz targets for every parser and decoder, runnable two ways:
+//!
+//! - on stable, by the seeded driver `src/bin/fuzz-smoke.rs` (CI runs it briefly);
+//! - under libFuzzer with cargo-fuzz on nightly, through `fuzz_targets/` and the
+//!   separate manifest in `libfuzzer/` (outside the workspace build).
+//!
+//! A target is a `fn(&[u8])` that must not panic on any input; each module's doc lists
+//! the outcomes it accepts. To add one: a module here, a row in [`TARGETS`], seed
+//! inputs in `corpus/<name>/`, and (for libFuzzer) a file in `fuzz_targets/` plus a
+//! `[[bin]]` in `libfuzzer/Cargo.toml`.
+
+pub mod attime;
+pub mod codec;
+pub mod plaintext;
+pub mod target;
+
+/// A fuzz target: must not panic, whatever the bytes.
+pub type Target = fn(&[u8]);
+
+/// Every target by name, as the drivers find them.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("plaintext_line", plaintext::plaintext_line),
+    ("plaintext_stream", plaintext::plaintext_stream),
+    ("target_expr", target::target_expr),
+    ("attime", attime::attime),
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<Target> {
+    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}

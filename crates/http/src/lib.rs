@@ -1,1 +1,164 @@
-//! HTTP: URLs to the stages behind them.
+//! HTTP: URLs to the stages behind them. One module per API:
+//!
+//! - [`render`]: graphite-web's `/render` (json, csv, raw).
+//! - [`metrics_api`]: `/metrics/find` (and its alias `/metrics?query=`),
+//!   `/metrics/expand`, `/metrics/index.json`.
+//! - [`ops`]: `/metrics` in Prometheus text format (without `query`) and `/health`.
+//! - [`params`]: request parameters merged as Django merges them.
+//! - [`source`]: the store seen through the query crate's `SeriesSource` seam.
+//!
+//! Handlers parse parameters and hand the work to blocking threads (evaluation reads
+//! the store through mmap and may take a while); errors a client caused are 400s with
+//! a message saying what was wrong, never a 500.
+
+pub mod metrics_api;
+pub mod ops;
+pub mod params;
+pub mod render;
+pub mod source;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+use chrono_tz::Tz;
+use sumi_ingest::IngestStats;
+use sumi_query::Registry;
+use sumi_store::Store;
+
+use crate::params::Params;
+use crate::source::StoreSource;
+
+/// What every handler shares.
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub source: StoreSource,
+    pub ingest: Arc<IngestStats>,
+    pub functions: Registry,
+    /// graphite-web's `TIME_ZONE`: the zone of requests without `tz`.
+    pub default_tz: Tz,
+    pub started: Instant,
+}
+
+/// A configuration error of the HTTP stage.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpConfigError {
+    #[error("unknown time zone {0:?} (expected a tz database name such as UTC or Europe/Berlin)")]
+    TimeZone(String),
+}
+
+impl AppState {
+    pub fn new(
+        store: Arc<Store>,
+        ingest: Arc<IngestStats>,
+        default_tz: &str,
+    ) -> Result<AppState, HttpConfigError> {
+        let tz = sumi_query::attime::lookup_timezone(default_tz)
+            .ok_or_else(|| HttpConfigError::TimeZone(default_tz.to_string()))?;
+        Ok(AppState {
+            source: StoreSource::new(store.clone()),
+            store,
+            ingest,
+            functions: Registry::standard(),
+            default_tz: tz,
+            started: Instant::now(),
+        })
+    }
+}
+
+/// The routes.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/render", any(render::handle))
+        .route("/render/", any(render::handle))
+        .route("/metrics", any(metrics_or_find))
+        .route("/metrics/", any(metrics_or_find))
+        .route("/metrics/find", any(metrics_api::find))
+        .route("/metrics/find/", any(metrics_api::find))
+        .route("/metrics/expand", any(metrics_api::expand))
+        .route("/metrics/expand/", any(metrics_api::expand))
+        .route("/metrics/index.json", any(metrics_api::index_json))
+        .route("/health", get(ops::health))
+        .with_state(state)
+}
+
+/// `/metrics` is two things: graphite-web's alias of `/metrics/find` (when there is a
+/// `query`), and the Prometheus exposition every operator expects there.
+async fn metrics_or_find(
+    state: State<Arc<AppState>>,
+    method: Method,
+    headers: HeaderMap,
+    query: RawQuery,
+    body: Bytes,
+) -> Response {
+    let params = request_params(&method, &headers, query.0.as_deref(), &body);
+    if params.contains("query") {
+        metrics_api::find_with(state.0, params, &headers).await
+    } else {
+        ops::prometheus(&state.0)
+    }
+}
+
+/// GET parameters, plus the form body of a POST.
+pub(crate) fn request_params(
+    method: &Method,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+) -> Params {
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|ct| {
+            let ct = ct.to_ascii_lowercase();
+            ct.starts_with("application/x-www-form-urlencoded") || ct.is_empty()
+        })
+        .unwrap_or(true);
+    let form = (*method == Method::POST && is_form && !body.is_empty()).then_some(body);
+    Params::parse(query, form)
+}
+
+/// A client error: 400 with the message as plain text.
+pub(crate) fn bad_request(msg: impl std::fmt::Display) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{msg}\n"),
+    )
+        .into_response()
+}
+
+/// A server-side failure: 500 with the message.
+pub(crate) fn server_error(msg: impl std::fmt::Display) -> Response {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{msg}\n"),
+    )
+        .into_response()
+}
+
+pub(crate) fn rendered(r: sumi_render::Rendered) -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, r.content_type)], r.body).into_response()
+}
+
+/// The time zone of a request: its `tz` when valid (graphite-web ignores an unknown
+/// one), the configured default otherwise.
+pub(crate) fn request_tz(state: &AppState, params: &Params) -> Tz {
+    params
+        .get("tz")
+        .and_then(sumi_query::attime::lookup_timezone)
+        .unwrap_or(state.default_tz)
+}
+
+pub(crate) fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}

@@ -1,9 +1,45 @@
 //! Ingest: bytes in, batches of points out.
 //!
-//! The path is layered as in VictoriaMetrics: sockets (`listen`) → framing (lines out
-//! of a byte stream) → a pure parser (`plaintext`) → the [`Sink`]. Bad lines are
-//! counted by reason and skipped; one bad line never costs the rest of a connection.
+//! The path is layered as in VictoriaMetrics, one module per layer:
+//!
+//! - [`listen`]: sockets. [`serve_tcp`], [`serve_pickle`] and [`serve_udp`] take bound
+//!   sockets, read, and hand batches to the [`Sink`] with back-pressure.
+//! - [`frame`]: lines out of a byte stream ([`frame::LineReader`]) or a datagram
+//!   ([`frame::datagram_lines`]); over-long lines skipped, never buffered.
+//! - [`plaintext`]: a pure parser of one carbon line ([`parse_line`]), exactly as
+//!   carbon 1.1.10 reads it, allocation-free.
+//! - [`pickle`]: carbon's pickle protocol: a safe unpickler that builds no object
+//!   ([`pickle::Unpickler`]) and the length-prefixed framing.
+//! - [`json_bulk`]: the JSON bulk body of `POST /api/v0/tsdb` ([`parse_json_bulk`]),
+//!   all or nothing, gzip/deflate allowed.
+//! - [`remote_write`]: Prometheus remote write 1.0 ([`decode_remote_write`]), labels
+//!   mapped to Graphite tags.
+//! - [`tagged`]: Graphite tagged names (`name;k=v`) in carbon's canonical form.
+//! - [`sink`]: the ingest → store contract.
+//! - [`stats`]: counters by reason ([`IngestStats`]), their Prometheus text, and the
+//!   rate-limited log of bad lines.
+//! - [`options`]: [`PlaintextOptions`], [`PickleOptions`], every default with its
+//!   reason.
+//!
+//! Bad input is counted by reason and skipped at the smallest scope it affects: a bad
+//! line or pickle element never costs the rest of a connection; an HTTP body (JSON,
+//! remote write) is refused whole with a message saying where and why.
 
+pub mod frame;
+pub mod json_bulk;
+pub mod listen;
+pub mod options;
+pub mod pickle;
+pub mod plaintext;
+pub mod remote_write;
 pub mod sink;
+pub mod stats;
+pub mod tagged;
 
+pub use json_bulk::{parse_json_bulk, BulkError, BulkLimits, BulkOutcome};
+pub use listen::{serve_pickle, serve_tcp, serve_udp, ShutdownSignal};
+pub use options::{AppendMode, PickleOptions, PlaintextOptions};
+pub use plaintext::{parse_line, LineError, ParsedLine};
+pub use remote_write::{decode_remote_write, WriteError, WriteLimits, WriteOutcome};
 pub use sink::{AppendOutcome, Sink, SinkError};
+pub use stats::{IngestStats, LocalCounts, Reason, StatsSnapshot};

@@ -3,17 +3,20 @@
 //! - [`name`]: metric paths (`servers.web01.cpu.user`) and how raw input becomes one.
 //! - [`glob`]: Graphite's per-node glob patterns (`*`, `?`, `[a-z]`, `{a,b}`), as
 //!   graphite-web 1.1's finders match them.
+//! - [`clock`]: the current time, injected.
 //! - [`agg`]: aggregation methods of whisper rollups (`average`, `sum`, `last`, ...).
 //! - [`schema`]: retention archives and the two carbon config files
 //!   (`storage-schemas.conf`, `storage-aggregation.conf`) with carbon's matching rules.
 //! - [`point`]: a timestamped value and the batch that crosses the ingest → store seam.
 
 pub mod agg;
+pub mod clock;
 pub mod glob;
 pub mod name;
 pub mod point;
 pub mod schema;
 
 pub use agg::AggMethod;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use point::{Batch, Point};
-pub use schema::{Archive, Retention, SeriesConfig};
+pub use schema::{Archive, Retention, SeriesConfig, SeriesRules, StorageAggregation, StorageSchemas};

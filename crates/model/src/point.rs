@@ -77,6 +77,19 @@ impl Batch {
         self.entries.clear();
     }
 
+    /// Keeps the first `len` points and drops the rest (nothing when `len >= len()`),
+    /// so a parser that refuses a whole request can take back what it pushed.
+    pub fn truncate(&mut self, len: usize) {
+        self.entries.truncate(len);
+        // Names are appended in push order and only the previous name is shared, so
+        // the last kept point's name ends the names still in use.
+        let names_end = self
+            .entries
+            .last()
+            .map_or(0, |e| e.name_start as usize + e.name_len as usize);
+        self.names.truncate(names_end);
+    }
+
     /// The points in the order they were pushed.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, Point)> + '_ {
         self.entries.iter().map(move |e| {
@@ -108,5 +121,24 @@ mod tests {
         assert_eq!(b.names.len(), 4);
         b.clear();
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn truncate_takes_back_points_and_their_names() {
+        let mut b = Batch::new();
+        b.push("a.b", 10, 1.0);
+        b.push("a.b", 20, 2.0);
+        b.push("c", 10, 3.5);
+        b.truncate(5);
+        assert_eq!(b.len(), 3);
+        b.truncate(2);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.names.len(), 3);
+        b.push("d", 30, 4.0);
+        let got: Vec<_> = b.iter().map(|(n, p)| (n.to_string(), p.ts)).collect();
+        assert_eq!(got, vec![("a.b".into(), 10), ("a.b".into(), 20), ("d".into(), 30)]);
+        b.truncate(0);
+        assert!(b.is_empty());
+        assert!(b.names.is_empty());
     }
 }

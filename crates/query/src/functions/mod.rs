@@ -1,0 +1,107 @@
+//! The function registry: name → implementation with typed parameters, as
+//! graphite-web's `SeriesFunctions` table with each function's `params`.
+//!
+//! A function is a [`FunctionDef`]: its name, its group (as `/functions` lists them),
+//! its [`Param`]s, whether it aggregates (so `aggregate(…, 'sumSeries')` may name it)
+//! and a plain `fn` that receives the evaluation [`Session`], the request context and
+//! its [`Invocation`] (the bound arguments plus the raw argument trees, for functions
+//! such as `timeShift` that evaluate an argument again over another interval).
+//!
+//! Families of functions will live in files of their own beside this one, each
+//! exporting a `static` table of definitions that [`Registry::standard`] registers.
+//! None is written yet: plain paths need none.
+
+pub mod params;
+
+pub use params::{bind, is_agg_func, BoundArgs, DefaultValue, Param, ParamType, AGG_FUNCS};
+
+use std::collections::HashMap;
+
+use crate::error::QueryError;
+use crate::eval::{Replacements, RequestContext, Session, Value};
+use crate::grammar::Arg;
+
+/// What a function is called with.
+#[derive(Debug)]
+pub struct Invocation<'a> {
+    /// The name as written in the target.
+    pub name: &'a str,
+    /// The evaluated arguments, matched to the parameters.
+    pub args: BoundArgs,
+    /// The positional arguments as written (the piped value first, if any).
+    pub raw_args: &'a [Arg],
+    /// The `template()` substitutions in force, to evaluate `raw_args` again.
+    pub replacements: Option<&'a Replacements>,
+}
+
+/// A function's body.
+pub type FunctionImpl = fn(&mut Session<'_>, &RequestContext, Invocation<'_>) -> Result<Value, QueryError>;
+
+/// One function of the target language.
+#[derive(Clone, Copy, Debug)]
+pub struct FunctionDef {
+    pub name: &'static str,
+    /// The group `/functions` shows (`Combine`, `Transform`, …).
+    pub group: &'static str,
+    pub params: &'static [Param],
+    /// Whether `aggregate()` and friends accept its name (graphite-web's
+    /// `aggregator = True`).
+    pub aggregator: bool,
+    pub run: FunctionImpl,
+}
+
+/// The functions a target may call.
+#[derive(Clone, Debug, Default)]
+pub struct Registry {
+    functions: HashMap<&'static str, FunctionDef>,
+}
+
+impl Registry {
+    /// A registry with no function: only paths and templates evaluate.
+    pub fn empty() -> Registry {
+        Registry::default()
+    }
+
+    /// Every function sumi implements.
+    pub fn standard() -> Registry {
+        // Function families register here as they are written.
+        Registry::empty()
+    }
+
+    /// Adds (or replaces) a function under its name.
+    pub fn register(&mut self, def: FunctionDef) {
+        self.functions.insert(def.name, def);
+    }
+
+    /// Adds a function under another name too (`sum` for `sumSeries`).
+    pub fn alias(&mut self, alias: &'static str, def: FunctionDef) {
+        self.functions.insert(alias, FunctionDef { name: alias, ..def });
+    }
+
+    pub fn get(&self, name: &str) -> Option<&FunctionDef> {
+        self.functions.get(name)
+    }
+
+    /// Whether `name` is an aggregating function (for `aggOrSeriesFunc` parameters).
+    pub fn is_aggregator(&self, name: &str) -> bool {
+        self.functions.get(name).is_some_and(|f| f.aggregator)
+    }
+
+    /// Every function, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = &FunctionDef> {
+        let mut all: Vec<&FunctionDef> = self.functions.values().collect();
+        all.sort_by_key(|f| f.name);
+        all.into_iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.functions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests;

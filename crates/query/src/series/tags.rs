@@ -1,0 +1,185 @@
+//! The tags of a series, and how graphite-web derives them from a series name.
+//!
+//! A plain path gets `{"name": path}`. A tagged name in carbon form
+//! (`cpu.user;host=web01;dc=ams`) or OpenMetrics form (`cpu{host="web01"}`) gets its
+//! tags in the order written, then `name` (the metric with leading `~` removed) last —
+//! the order graphite-web's JSON shows. A name that fails to parse, or that looks like
+//! a function call (`sumSeries(a.b)`), keeps just `{"name": name}`.
+
+/// Tag names and values in insertion order; setting an existing tag keeps its place,
+/// as a Python dict does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tags(Vec<(String, String)>);
+
+impl Tags {
+    pub fn new() -> Tags {
+        Tags(Vec::new())
+    }
+
+    /// graphite-web's tags for a series called `name`.
+    pub fn from_name(name: &str) -> Tags {
+        if !looks_like_call(name) {
+            let parsed = if name.ends_with("\"}") && name.contains('{') {
+                parse_openmetrics(name)
+            } else {
+                parse_carbon(name)
+            };
+            if let Some(tags) = parsed {
+                return tags;
+            }
+        }
+        let mut tags = Tags::new();
+        tags.set("name", name);
+        tags
+    }
+
+    pub fn get(&self, tag: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == tag).map(|(_, v)| v.as_str())
+    }
+
+    /// Sets a tag, keeping the position of an existing one.
+    pub fn set(&mut self, tag: &str, value: &str) {
+        match self.0.iter_mut().find(|(k, _)| k == tag) {
+            Some(slot) => slot.1 = value.to_string(),
+            None => self.0.push((tag.to_string(), value.to_string())),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// `re.match('^[a-z]+[(].+[)]$', name, re.IGNORECASE)`: graphite-web does not parse
+/// tags out of names that look like function calls.
+fn looks_like_call(name: &str) -> bool {
+    let body = name.strip_suffix('\n').unwrap_or(name);
+    let letters = body.bytes().take_while(u8::is_ascii_alphabetic).count();
+    letters > 0
+        && body[letters..].starts_with('(')
+        && body.ends_with(')')
+        && body.len() >= letters + 3
+        && !body[letters + 1..body.len() - 1].contains('\n')
+}
+
+/// `TaggedSeries.validateTagAndValue`
+fn valid_tag(tag: &str, value: &str) -> bool {
+    !tag.is_empty()
+        && !value.is_empty()
+        && !tag.contains([';', '!', '^', '='])
+        && !value.contains(';')
+        && !value.starts_with('~')
+}
+
+/// The metric part as the `name` tag: leading `~` removed, not empty.
+fn name_tag(metric: &str) -> Option<&str> {
+    let name = metric.trim_start_matches('~');
+    (!name.is_empty()).then_some(name)
+}
+
+/// `metric;tag=value;...`
+fn parse_carbon(path: &str) -> Option<Tags> {
+    let mut segments = path.split(';');
+    let metric = segments.next().filter(|m| !m.is_empty())?;
+    let mut tags = Tags::new();
+    for segment in segments {
+        let (tag, value) = segment.split_once('=')?;
+        if !valid_tag(tag, value) {
+            return None;
+        }
+        tags.set(tag, value);
+    }
+    tags.set("name", name_tag(metric)?);
+    Some(tags)
+}
+
+/// `metric{tag="value",...}`: exactly one `{`, quoted values with `\"` and `\\`
+/// escapes, pairs separated by `,` (or `:,`, a quirk of graphite-web's pattern).
+fn parse_openmetrics(path: &str) -> Option<Tags> {
+    let (metric, mut raw) = path[..path.len() - 1].split_once('{')?;
+    if metric.is_empty() || raw.contains('{') {
+        return None;
+    }
+    let mut tags = Tags::new();
+    while !raw.is_empty() {
+        let eq = raw.find('=')?;
+        let tag = &raw[..eq];
+        let rest = raw[eq + 1..].strip_prefix('"')?;
+        let mut value = String::new();
+        let mut chars = rest.char_indices();
+        let close = loop {
+            match chars.next()? {
+                (_, '\\') => match chars.next()? {
+                    (_, c @ ('"' | '\\')) => value.push(c),
+                    _ => return None,
+                },
+                (i, '"') => break i,
+                (_, c) => value.push(c),
+            }
+        };
+        if tag.is_empty() || value.is_empty() || !valid_tag(tag, &value) {
+            return None;
+        }
+        let after = &rest[close + 1..];
+        raw = if let Some(r) = after.strip_prefix(":,").or_else(|| after.strip_prefix(',')) {
+            r
+        } else if after.is_empty() {
+            ""
+        } else {
+            return None;
+        };
+        tags.set(tag, &value);
+    }
+    tags.set("name", name_tag(metric)?);
+    Some(tags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(t: &Tags) -> Vec<(&str, &str)> {
+        t.iter().collect()
+    }
+
+    #[test]
+    fn plain_paths() {
+        assert_eq!(pairs(&Tags::from_name("a.b.c")), vec![("name", "a.b.c")]);
+        assert_eq!(pairs(&Tags::from_name("~a.b")), vec![("name", "a.b")]);
+        assert_eq!(pairs(&Tags::from_name("~")), vec![("name", "~")]);
+        assert_eq!(pairs(&Tags::from_name("sumSeries(a.b)")), vec![("name", "sumSeries(a.b)")]);
+    }
+
+    #[test]
+    fn carbon_tags_then_name() {
+        assert_eq!(
+            pairs(&Tags::from_name("cpu;host=web01;dc=ams")),
+            vec![("host", "web01"), ("dc", "ams"), ("name", "cpu")]
+        );
+        assert_eq!(pairs(&Tags::from_name("cpu;a=1;a=2")), vec![("a", "2"), ("name", "cpu")]);
+        // invalid segments: the whole name is kept
+        assert_eq!(pairs(&Tags::from_name("cpu;novalue")), vec![("name", "cpu;novalue")]);
+        assert_eq!(pairs(&Tags::from_name("cpu;a=~x")), vec![("name", "cpu;a=~x")]);
+        assert_eq!(pairs(&Tags::from_name(";a=b")), vec![("name", ";a=b")]);
+        assert_eq!(pairs(&Tags::from_name("cpu;a!=b")), vec![("name", "cpu;a!=b")]);
+    }
+
+    #[test]
+    fn openmetrics_tags() {
+        assert_eq!(
+            pairs(&Tags::from_name(r#"cpu{host="web01",dc="a\"b"}"#)),
+            vec![("host", "web01"), ("dc", "a\"b"), ("name", "cpu")]
+        );
+        assert_eq!(pairs(&Tags::from_name(r#"cpu{host=web01"}"#)), vec![("name", r#"cpu{host=web01"}"#)]);
+        // an OpenMetrics-looking name that fails is not read as carbon tags either
+        assert_eq!(pairs(&Tags::from_name(r#"a;b=c{x"}"#)), vec![("name", r#"a;b=c{x"}"#)]);
+    }
+}

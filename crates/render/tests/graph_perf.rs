@@ -1,0 +1,54 @@
+//! Render time of a large graph: 800×600, 10 series × 8,640 points (a day of 10 s
+//! data). Ignored by default; run with optimisations for meaningful numbers:
+//!
+//! ```text
+//! cargo test --release -p sumi-render --test graph_perf -- --ignored --nocapture
+//! ```
+
+use std::time::{Duration, Instant};
+
+use chrono_tz::Tz;
+use sumi_render::graph::{render_graph, GraphOptions, GraphSeries, ImageFormat};
+
+const T0: i64 = 1_710_201_600;
+
+fn series() -> Vec<GraphSeries> {
+    (0..10)
+        .map(|s| {
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ s;
+            let values = (0..8640)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let noise = (x % 1000) as f64 / 1000.0;
+                    Some(100.0 * (s + 1) as f64 + 50.0 * (i as f64 / 1375.0).sin() + 20.0 * noise)
+                })
+                .collect();
+            GraphSeries::new(format!("servers.host{s:02}.load"), T0, 10, values)
+        })
+        .collect()
+}
+
+fn median(mut d: Vec<Duration>) -> Duration {
+    d.sort();
+    d[d.len() / 2]
+}
+
+#[test]
+#[ignore = "timing; run with --release -- --ignored --nocapture"]
+fn render_800x600_10x8640() {
+    let series = series();
+    let opts = GraphOptions::from_params([("width", "800"), ("height", "600"), ("title", "load"), ("hideAxes", "true"), ("hideLegend", "true")].into_iter()).unwrap();
+    for (format, name) in [(ImageFormat::Png, "png"), (ImageFormat::Svg, "svg")] {
+        let mut times = Vec::new();
+        let mut size = 0;
+        for _ in 0..21 {
+            let t = Instant::now();
+            let bytes = render_graph(&series, &opts, T0, T0 + 86_400, Tz::UTC, format).unwrap();
+            times.push(t.elapsed());
+            size = bytes.len();
+        }
+        println!("{name}: median {:?} over 21 runs, {size} bytes", median(times));
+    }
+}

@@ -1,0 +1,299 @@
+//! The write path: names → series ids (creating series, logged before use), each point
+//! placed at its level and slot like whisper's `update_many` (or refused as too old or
+//! too new), one WAL record per batch, rows applied to the head under the append lock
+//! so that head order is WAL order, then the group commit.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use sumi_ingest::{AppendOutcome, Sink, SinkError};
+use sumi_model::Batch;
+
+use crate::series::{ClassInfo, SeriesIndex};
+use crate::store::{Inner, Store};
+use crate::wal::record::{encode_points, WalPoint, SLOT_LIMIT};
+use crate::StoreError;
+
+impl Sink for Store {
+    fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
+        self.inner.append(batch).map_err(|e| {
+            self.inner
+                .metrics
+                .append_errors
+                .fetch_add(1, Ordering::Relaxed);
+            SinkError::Unavailable(e.to_string())
+        })
+    }
+}
+
+/// Where a point goes, or why not.
+enum Placed {
+    At { level: u8, slot: i64 },
+    TooOld,
+    TooNew,
+}
+
+fn place(class: &ClassInfo, ts: i64, now: i64, max_future: i64) -> Placed {
+    if ts > now.saturating_add(max_future) {
+        return Placed::TooNew;
+    }
+    let age = now.saturating_sub(ts);
+    if age >= class.max_retention {
+        return Placed::TooOld;
+    }
+    let Some(level) = class.level_for_age(age) else {
+        return Placed::TooOld;
+    };
+    let step = class.step(level);
+    let Some(slot) = ts.checked_sub(ts.rem_euclid(step)) else {
+        return Placed::TooOld;
+    };
+    if slot < -SLOT_LIMIT {
+        return Placed::TooOld;
+    }
+    if slot > SLOT_LIMIT {
+        return Placed::TooNew;
+    }
+    Placed::At {
+        level: level as u8,
+        slot,
+    }
+}
+
+impl Inner {
+    /// Resolves every name of the batch to a series id, creating missing series (their
+    /// log records are written before this returns, so before any WAL record).
+    fn resolve(&self, batch: &Batch, ids: &mut Vec<u32>) -> Result<(), StoreError> {
+        ids.clear();
+        let mut missing: Vec<usize> = Vec::new();
+        {
+            let idx = self.index.read();
+            let mut prev: Option<(&str, u32)> = None;
+            for (i, (name, _)) in batch.iter().enumerate() {
+                if let Some((pn, pid)) = prev {
+                    if std::ptr::eq(pn.as_ptr(), name.as_ptr()) && pn.len() == name.len() {
+                        ids.push(pid);
+                        continue;
+                    }
+                }
+                match idx.lookup(name.as_bytes()) {
+                    Some(id) => {
+                        ids.push(id);
+                        prev = Some((name, id));
+                    }
+                    None => {
+                        ids.push(u32::MAX);
+                        missing.push(i);
+                        prev = None;
+                    }
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut idx = self.index.write();
+        let mut created = 0u64;
+        let names: Vec<&str> = batch.iter().map(|(n, _)| n).collect();
+        for i in missing {
+            let Some(&name) = names.get(i) else { continue };
+            let id = match idx.lookup(name.as_bytes()) {
+                Some(id) => id,
+                None => {
+                    created += 1;
+                    create_series(&mut idx, &self.opts.rules, name)?
+                }
+            };
+            if let Some(slot) = ids.get_mut(i) {
+                *slot = id;
+            }
+        }
+        idx.write_log()?;
+        self.metrics
+            .series_created
+            .fetch_add(created, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Appends a batch (see the `Sink` contract). When the WAL write fails the store is
+    /// poisoned and this returns `Err`; the batch's rows may then already be visible to
+    /// readers until the store is reopened, but they are not durable and not counted.
+    pub(crate) fn append(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(StoreError::Closed);
+        }
+        if let Some(e) = self.wal.failure() {
+            return Err(StoreError::Poisoned(e));
+        }
+        let mut out = AppendOutcome::default();
+        if batch.is_empty() {
+            return Ok(out);
+        }
+        let held = (self.head_rows.load(Ordering::Relaxed) + self.frozen_rows.load(Ordering::Relaxed))
+            * std::mem::size_of::<crate::head::Row>();
+        if held > self.opts.flush_bytes.saturating_mul(4) {
+            self.wake.notify_all();
+            return Err(StoreError::Backpressure(format!(
+                "the head holds {held} bytes, four times flush_bytes: flushes are failing or far behind"
+            )));
+        }
+        let now = self.now();
+        let mut ids = Vec::with_capacity(batch.len());
+        self.resolve(batch, &mut ids)?;
+
+        // place points; the class of each accepted point rides along for the head
+        let mut points: Vec<WalPoint> = Vec::with_capacity(batch.len());
+        let mut classes: Vec<u16> = Vec::with_capacity(batch.len());
+        {
+            let idx = self.index.read();
+            let mut cached: Option<(u16, Arc<ClassInfo>)> = None;
+            for ((_, p), &id) in batch.iter().zip(&ids) {
+                let Some(meta) = idx.meta(id) else { continue };
+                let class = match &cached {
+                    Some((c, info)) if *c == meta.class => info.clone(),
+                    _ => {
+                        let Some(info) = idx.class(meta.class) else {
+                            continue;
+                        };
+                        cached = Some((meta.class, info.clone()));
+                        info.clone()
+                    }
+                };
+                match place(&class, p.ts, now, self.opts.max_future_secs) {
+                    Placed::At { level, slot } => {
+                        points.push(WalPoint {
+                            series: id,
+                            level,
+                            slot,
+                            value: p.value,
+                        });
+                        classes.push(meta.class);
+                    }
+                    Placed::TooOld => out.too_old += 1,
+                    Placed::TooNew => out.too_new += 1,
+                }
+            }
+        }
+        self.metrics
+            .rejected_too_old
+            .fetch_add(out.too_old, Ordering::Relaxed);
+        self.metrics
+            .rejected_too_new
+            .fetch_add(out.too_new, Ordering::Relaxed);
+        if points.is_empty() {
+            return Ok(out);
+        }
+        let mut payload = Vec::new();
+        encode_points(&points, &mut payload);
+
+        let lsn = {
+            let mut ap = self.append.lock();
+            if self.closed.load(Ordering::Acquire) {
+                return Err(StoreError::Closed);
+            }
+            // late points into partitions whose rollup has started make them dirty
+            let mut roll_changed = false;
+            for (p, &c) in points.iter().zip(&classes) {
+                let level = usize::from(p.level);
+                if p.slot < ap.roll.horizon(c, level) {
+                    let idx = self.index.read();
+                    if let Some(class) = idx.class(c) {
+                        roll_changed |= ap.roll.mark_write(class, level, p.slot);
+                    }
+                }
+            }
+            if roll_changed {
+                *self.roll_view.write() = Arc::new(ap.roll.clone());
+            }
+            let lsn = self.wal.enqueue(&payload)?;
+            let n = self.shards.len();
+            if n == 1 {
+                let mut h = self.shards[0].write();
+                for (p, &c) in points.iter().zip(&classes) {
+                    h.push(p.series, c, p.level, p.slot, p.value);
+                }
+            } else {
+                for (s, shard) in self.shards.iter().enumerate() {
+                    let mut h = None;
+                    for (p, &c) in points.iter().zip(&classes) {
+                        if p.series as usize % n == s {
+                            h.get_or_insert_with(|| shard.write())
+                                .push(p.series, c, p.level, p.slot, p.value);
+                        }
+                    }
+                }
+            }
+            self.head_rows.fetch_add(points.len(), Ordering::Relaxed);
+            lsn
+        };
+        self.wal.commit(lsn)?;
+        out.accepted = points.len() as u64;
+        self.metrics
+            .points_stored
+            .fetch_add(out.accepted, Ordering::Relaxed);
+        self.metrics.appends.fetch_add(1, Ordering::Relaxed);
+        if self.head_rows.load(Ordering::Relaxed) * std::mem::size_of::<crate::head::Row>()
+            >= self.opts.flush_bytes
+        {
+            self.wake.notify_all();
+        }
+        Ok(out)
+    }
+}
+
+fn create_series(
+    idx: &mut SeriesIndex,
+    rules: &sumi_model::SeriesRules,
+    name: &str,
+) -> Result<u32, StoreError> {
+    let cfg = rules.config_for(name);
+    idx.create(name, &cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::class::partition_widths;
+    use sumi_model::Retention;
+
+    fn class(spec: &str) -> ClassInfo {
+        let r = Arc::new(Retention::parse(spec).unwrap());
+        let w = partition_widths(r.archives(), 8);
+        ClassInfo::new(0, r, &w)
+    }
+
+    fn at(p: Placed) -> Option<(u8, i64)> {
+        match p {
+            Placed::At { level, slot } => Some((level, slot)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn placement_like_whisper_update_many() {
+        let c = class("10s:1h,1m:1d");
+        let now = 1_000_000;
+        assert_eq!(
+            at(place(&c, now - 5, now, 3600)),
+            Some((0, now - 5 - (now - 5) % 10))
+        );
+        assert_eq!(at(place(&c, now - 3600, now, 3600)).map(|x| x.0), Some(0));
+        assert_eq!(at(place(&c, now - 3601, now, 3600)).map(|x| x.0), Some(1));
+        assert_eq!(
+            at(place(&c, now - 3601, now, 3600)).map(|x| x.1 % 60),
+            Some(0)
+        );
+        assert!(matches!(place(&c, now - 86_400, now, 3600), Placed::TooOld));
+        assert_eq!(at(place(&c, now - 86_399, now, 3600)).map(|x| x.0), Some(1));
+        assert_eq!(at(place(&c, now + 3600, now, 3600)).map(|x| x.0), Some(0));
+        assert!(matches!(place(&c, now + 3601, now, 3600), Placed::TooNew));
+        assert!(matches!(place(&c, i64::MIN, now, 3600), Placed::TooOld));
+        assert!(matches!(place(&c, i64::MAX, now, 3600), Placed::TooNew));
+        assert!(matches!(
+            place(&c, i64::MAX, i64::MAX, i64::MAX),
+            Placed::TooNew
+        ));
+        // negative timestamps align like Python's modulo
+        assert_eq!(at(place(&c, -15, 0, 3600)), Some((0, -20)));
+    }
+}

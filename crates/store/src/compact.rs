@@ -1,0 +1,260 @@
+//! Compaction: merges runs of adjacent parts (by precedence) of one partition and kind
+//! into one, newest winning per slot. A partition with more than
+//! `max_parts_per_partition` parts gets its most balanced adjacent run of up to eight
+//! merged (small fresh parts merge often, big old ones rarely: write amplification
+//! stays logarithmic); a closed partition (end plus grace in the past) is merged into
+//! one part for reads. Inputs are read sequentially with `pread`, blocks present in only
+//! one input are copied without decoding.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::flush::finish_parts;
+use crate::part::writer::PartWriter;
+use crate::part::{min_series, Cursor, Header, Kind};
+use crate::store::Inner;
+use crate::version::PartRef;
+use crate::StoreError;
+
+const MAX_RUN: usize = 8;
+
+struct Job {
+    run: Vec<PartRef>,
+}
+
+fn pick(inner: &Inner) -> Option<Job> {
+    let version = inner.version.read().clone();
+    let now = inner.now();
+    let grace = inner.opts.rollup_grace_secs;
+    let max_parts = inner.opts.max_parts_per_partition;
+    let mut best: Option<(u64, Vec<PartRef>)> = None;
+    for levels in &version.levels {
+        for parts in levels {
+            for (&start, p) in parts {
+                for kind in [Kind::Direct, Kind::Rollup] {
+                    let list = p.list(kind);
+                    if list.len() < 2 {
+                        continue;
+                    }
+                    let width = list.first().map_or(0, |r| r.part.header.width);
+                    let closed = start.saturating_add(width).saturating_add(grace) <= now;
+                    let run: Vec<PartRef> = if closed {
+                        list.iter().take(MAX_RUN).cloned().collect()
+                    } else if list.len() > max_parts {
+                        match balanced_run(list) {
+                            Some(r) => r,
+                            None => continue,
+                        }
+                    } else {
+                        continue;
+                    };
+                    // prefer the partition with the most parts
+                    let score = list.len() as u64;
+                    if best.as_ref().is_none_or(|(s, _)| score > *s) {
+                        best = Some((score, run));
+                    }
+                }
+            }
+        }
+    }
+    best.map(|(_, run)| Job { run })
+}
+
+/// The run of 2..=8 adjacent parts whose merge is most balanced (total size over the
+/// largest part's size, at least 1.5): parts of similar size merge, a big part waits
+/// until enough small ones have merged into something comparable. That keeps the
+/// bytes rewritten per byte flushed logarithmic instead of rewriting the whole open
+/// partition every few flushes.
+fn balanced_run(list: &[PartRef]) -> Option<Vec<PartRef>> {
+    let mut best: Option<(f64, u64, usize, usize)> = None;
+    for m in 2..=list.len().min(MAX_RUN) {
+        for i in 0..=list.len() - m {
+            let w = &list[i..i + m];
+            let sum: u64 = w.iter().map(|r| r.part.bytes).sum();
+            let max = w.iter().map(|r| r.part.bytes).max().unwrap_or(1).max(1);
+            let ratio = sum as f64 / max as f64;
+            if ratio < 1.5 {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((br, bs, _, _)) => ratio > br || (ratio == br && sum < bs),
+            };
+            if better {
+                best = Some((ratio, sum, i, m));
+            }
+        }
+    }
+    best.map(|(_, _, i, m)| list[i..i + m].to_vec())
+}
+
+/// Merges one run if any partition needs it; returns whether it did.
+pub(crate) fn run_once(inner: &Inner) -> Result<bool, StoreError> {
+    let _m = inner.maint_lock.lock();
+    let Some(job) = pick(inner) else {
+        return Ok(false);
+    };
+    let t = Instant::now();
+    let first = job.run.first().map(|r| r.part.header);
+    let Some(h0) = first else { return Ok(false) };
+    let header = Header {
+        file_id: inner.new_file_id(),
+        ..h0
+    };
+    let mut w = PartWriter::create(inner.parts_dir(), header)?;
+    let bytes_in: u64 = job.run.iter().map(|r| r.part.bytes).sum();
+    // oldest first, so that a later value for a slot overrides an earlier one
+    let mut cursors: Vec<Cursor<'_>> = job.run.iter().map(|r| Cursor::new(&r.part)).collect();
+    let (mut slots, mut values) = (Vec::new(), Vec::new());
+    let mut merged: Vec<(i64, f64)> = Vec::new();
+    while let Some(s) = min_series(&cursors) {
+        let holders: Vec<usize> = cursors
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.series() == Some(s))
+            .map(|(i, _)| i)
+            .collect();
+        if let [only] = holders[..] {
+            let c = &mut cursors[only];
+            if let Some(e) = c.cur {
+                match c.scan.block(&e) {
+                    Ok(b) => w.add_block(s, e.count, e.first_slot, e.last_slot, b)?,
+                    Err(err) => {
+                        inner.metrics.blocks_corrupt.fetch_add(1, Ordering::Relaxed);
+                        tracing::error!(part = %c.part.path().display(), %err, "compaction drops a corrupt block");
+                    }
+                }
+            }
+            c.advance();
+            continue;
+        }
+        merged.clear();
+        for &i in &holders {
+            let c = &mut cursors[i];
+            if let Some(e) = c.cur {
+                slots.clear();
+                values.clear();
+                match c.scan.read(&e, &mut slots, &mut values) {
+                    Ok(()) => merged.extend(slots.iter().copied().zip(values.iter().copied())),
+                    Err(err) => {
+                        inner.metrics.blocks_corrupt.fetch_add(1, Ordering::Relaxed);
+                        tracing::error!(part = %c.part.path().display(), %err, "compaction drops a corrupt block");
+                    }
+                }
+            }
+            c.advance();
+        }
+        merged.sort_by_key(|x| x.0); // stable: newer parts come later
+        let mut out_s = Vec::with_capacity(merged.len());
+        let mut out_v = Vec::with_capacity(merged.len());
+        for (i, &(sl, v)) in merged.iter().enumerate() {
+            if merged.get(i + 1).is_some_and(|n| n.0 == sl) {
+                continue;
+            }
+            out_s.push(sl);
+            out_v.push(v);
+        }
+        w.add(s, &out_s, &out_v)?;
+    }
+    for c in &cursors {
+        if let Some(e) = c.error() {
+            return Err(StoreError::corrupt("part", c.part.path(), 0, e.to_string()));
+        }
+    }
+    drop(cursors);
+    let out = finish_parts(inner, vec![w])?;
+    let bytes_out: u64 = out.iter().map(|p| p.bytes).sum();
+    let order = job.run.iter().map(|r| r.order).max().unwrap_or(0);
+    let ids: Vec<u64> = job.run.iter().map(|r| r.part.header.file_id).collect();
+
+    let ed = inner.edit.lock();
+    let mut v = (**inner.version.read()).clone();
+    let present = v
+        .parts()
+        .filter(|r| ids.contains(&r.part.header.file_id))
+        .count();
+    if present != ids.len() {
+        // retention dropped part of the run meanwhile: throw the merge away
+        drop(ed);
+        inner.delete_parts(
+            &out.into_iter()
+                .map(|part| PartRef { part, order })
+                .collect::<Vec<_>>(),
+        );
+        return Ok(true);
+    }
+    let removed = v.remove(&ids);
+    for part in out {
+        v.add(PartRef { part, order });
+    }
+    inner.write_manifest(&ed, &v)?;
+    inner.publish(v);
+    drop(ed);
+    inner.delete_parts(&removed);
+    inner.metrics.compactions.fetch_add(1, Ordering::Relaxed);
+    inner.metrics.parts_written.fetch_add(1, Ordering::Relaxed);
+    inner
+        .metrics
+        .compaction_bytes_in
+        .fetch_add(bytes_in, Ordering::Relaxed);
+    inner
+        .metrics
+        .compaction_bytes_out
+        .fetch_add(bytes_out, Ordering::Relaxed);
+    inner
+        .metrics
+        .compaction_micros
+        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::part::writer::PartWriter;
+    use crate::part::{Header, Kind, Part};
+    use crate::testutil::TempDir;
+    use std::sync::Arc;
+
+    fn parts(dir: &std::path::Path, sizes: &[usize]) -> Vec<PartRef> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let h = Header {
+                    kind: Kind::Direct,
+                    level: 0,
+                    class: 0,
+                    step: 10,
+                    partition: 0,
+                    width: 1 << 20,
+                    file_id: i as u64 + 1,
+                };
+                let mut w = PartWriter::create(dir, h).unwrap();
+                for s in 0..n as u32 {
+                    w.add(s, &[0], &[1.0]).unwrap();
+                }
+                PartRef {
+                    part: Arc::new(Part::open(&w.finish().unwrap()).unwrap()),
+                    order: i as u64,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn balanced_runs_leave_the_big_part_alone() {
+        let dir = TempDir::new("compact-pick");
+        let list = parts(dir.path(), &[10_000, 10, 10, 10, 10]);
+        let run = balanced_run(&list).unwrap();
+        let ids: Vec<u64> = run.iter().map(|r| r.order).collect();
+        assert_eq!(
+            ids,
+            vec![1, 2, 3, 4],
+            "the four small parts, not the big one"
+        );
+        // one big part and one tiny one: not worth merging yet
+        let list = parts(dir.path(), &[10_000, 10]);
+        assert!(balanced_run(&list).is_none());
+    }
+}

@@ -1,0 +1,257 @@
+//! Head → disk parts. A freeze swaps every shard's buffer for an empty one (under the
+//! append lock, after rotating the WAL, so the frozen rows are exactly the records
+//! below the new segment). A flush turns one frozen generation into one part per
+//! (class, level, partition) it touches — rows counting-sorted by series, each series'
+//! rows sorted by slot with the last write winning — then installs the parts, moves the
+//! WAL checkpoint and deletes the segments below it.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::head::{key_level, key_slot, FrozenGen, HeadBuf};
+use crate::part::writer::PartWriter;
+use crate::part::{Header, Kind, Part};
+use crate::series::ClassInfo;
+use crate::store::Inner;
+use crate::version::PartRef;
+use crate::wal::segment;
+use crate::{fsutil, StoreError};
+
+impl Inner {
+    /// Freezes the active head when it holds rows; returns whether it did.
+    pub(crate) fn freeze(&self) -> Result<bool, StoreError> {
+        let mut ap = self.append.lock();
+        if self.head_rows.load(Ordering::Relaxed) == 0
+            && self.shards.iter().all(|s| s.read().is_empty())
+        {
+            ap.last_freeze = Instant::now();
+            return Ok(false);
+        }
+        let seg = self.wal.rotate()?;
+        let n = self.shards.len() as u32;
+        let mut guards: Vec<_> = self.shards.iter().map(|s| s.write()).collect();
+        let bufs: Vec<HeadBuf> = guards
+            .iter_mut()
+            .map(|g| {
+                let cap = g.series_capacity();
+                std::mem::replace(&mut **g, HeadBuf::new(n, cap))
+            })
+            .collect();
+        let gen = Arc::new(FrozenGen {
+            bufs,
+            replay_from: seg,
+            id: ap.next_gen,
+        });
+        ap.next_gen += 1;
+        self.frozen_rows.fetch_add(gen.rows(), Ordering::Relaxed);
+        self.frozen.write().push(gen);
+        self.head_rows.store(0, Ordering::Relaxed);
+        drop(guards);
+        ap.last_freeze = Instant::now();
+        Ok(true)
+    }
+
+    /// True when the active head is due for a flush (by size or by age).
+    pub(crate) fn flush_due(&self) -> bool {
+        let rows = self.head_rows.load(Ordering::Relaxed);
+        if rows == 0 {
+            return false;
+        }
+        rows * std::mem::size_of::<crate::head::Row>() >= self.opts.flush_bytes
+            || self.append.lock().last_freeze.elapsed() >= self.opts.flush_interval
+    }
+
+    /// Freezes the head (always when `force`, else when due) and flushes every frozen
+    /// generation, oldest first.
+    pub(crate) fn flush_all(&self, force: bool) -> Result<(), StoreError> {
+        let _g = self.flush_lock.lock();
+        if force || self.flush_due() {
+            self.freeze()?;
+        }
+        loop {
+            let next = self.frozen.read().first().cloned();
+            let Some(gen) = next else { break };
+            self.flush_gen(&gen)?;
+        }
+        Ok(())
+    }
+
+    fn flush_gen(&self, gen: &Arc<FrozenGen>) -> Result<(), StoreError> {
+        let t = Instant::now();
+        let parts = self.write_gen(gen)?;
+        let n_parts = parts.len() as u64;
+        let mut ed = self.edit.lock();
+        let mut v = (**self.version.read()).clone();
+        for part in parts {
+            v.add(PartRef {
+                part,
+                order: ed.next_order,
+            });
+            ed.next_order += 1;
+        }
+        ed.checkpoint = ed.checkpoint.max(gen.replay_from);
+        self.write_manifest(&ed, &v)?;
+        self.publish(v);
+        // count before the rows leave the head, so that no reader sees them gone uncounted
+        self.metrics.flushes.fetch_add(1, Ordering::Relaxed);
+        self.metrics
+            .flushed_rows
+            .fetch_add(gen.rows() as u64, Ordering::Relaxed);
+        self.metrics
+            .parts_written
+            .fetch_add(n_parts, Ordering::Relaxed);
+        self.frozen.write().retain(|g| g.id != gen.id);
+        self.frozen_rows.fetch_sub(gen.rows(), Ordering::Relaxed);
+        let checkpoint = ed.checkpoint;
+        drop(ed);
+        match segment::remove_below(self.wal.dir(), checkpoint) {
+            Ok(n) => {
+                self.metrics
+                    .wal_segments_removed
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not delete old WAL segments"),
+        }
+        self.metrics
+            .flush_micros
+            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Writes the parts of one generation (fsynced, directory synced, opened).
+    fn write_gen(&self, gen: &FrozenGen) -> Result<Vec<Arc<Part>>, StoreError> {
+        let (class_of, classes): (Vec<u16>, Vec<Arc<ClassInfo>>) = {
+            let idx = self.index.read();
+            (
+                idx.metas().iter().map(|m| m.class).collect(),
+                idx.classes().to_vec(),
+            )
+        };
+        let n = class_of.len();
+        // counting sort by series; one series' rows all sit in one shard, in arrival order
+        let mut starts = vec![0u32; n + 1];
+        for b in &gen.bufs {
+            for r in b.rows() {
+                if let Some(c) = starts.get_mut(r.series as usize + 1) {
+                    *c += 1;
+                }
+            }
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let total = starts.last().copied().unwrap_or(0) as usize;
+        let mut sorted = vec![(0u64, 0f64); total];
+        let mut fill = starts.clone();
+        for b in &gen.bufs {
+            for r in b.rows() {
+                if let Some(f) = fill.get_mut(r.series as usize) {
+                    if let Some(slot) = sorted.get_mut(*f as usize) {
+                        *slot = (r.key, r.value);
+                    }
+                    *f += 1;
+                }
+            }
+        }
+        drop(fill);
+
+        let mut writers: HashMap<(u16, u8, i64), PartWriter> = HashMap::new();
+        let mut scratch: Vec<(u64, f64)> = Vec::new();
+        let (mut slots, mut values) = (Vec::new(), Vec::new());
+        for s in 0..n {
+            let (lo, hi) = (starts[s] as usize, starts[s + 1] as usize);
+            let Some(rows) = sorted.get(lo..hi) else {
+                continue;
+            };
+            if rows.is_empty() {
+                continue;
+            }
+            let Some(class) = class_of.get(s).and_then(|&c| classes.get(usize::from(c))) else {
+                continue;
+            };
+            let rows: &[(u64, f64)] = if rows.windows(2).all(|w| w[0].0 < w[1].0) {
+                rows
+            } else {
+                scratch.clear();
+                scratch.extend_from_slice(rows);
+                scratch.sort_by_key(|r| r.0); // stable: equal keys keep arrival order
+                let mut w = 0;
+                for i in 0..scratch.len() {
+                    if i + 1 < scratch.len() && scratch[i + 1].0 == scratch[i].0 {
+                        continue; // a later write to the same slot wins
+                    }
+                    scratch[w] = scratch[i];
+                    w += 1;
+                }
+                scratch.truncate(w);
+                &scratch
+            };
+            let mut i = 0;
+            while i < rows.len() {
+                let level = key_level(rows[i].0);
+                let lvl = usize::from(level);
+                if lvl >= class.levels.len() {
+                    i += 1;
+                    continue;
+                }
+                let part_start = class.partition_of(lvl, key_slot(rows[i].0));
+                let part_end = part_start.saturating_add(class.width(lvl));
+                slots.clear();
+                values.clear();
+                while i < rows.len()
+                    && key_level(rows[i].0) == level
+                    && key_slot(rows[i].0) < part_end
+                {
+                    slots.push(key_slot(rows[i].0));
+                    values.push(rows[i].1);
+                    i += 1;
+                }
+                let key = (class.id, level, part_start);
+                let w = match writers.get_mut(&key) {
+                    Some(w) => w,
+                    None => {
+                        let h = Header {
+                            kind: Kind::Direct,
+                            level,
+                            class: class.id,
+                            step: class.step(lvl),
+                            partition: part_start,
+                            width: class.width(lvl),
+                            file_id: self.new_file_id(),
+                        };
+                        writers
+                            .entry(key)
+                            .or_insert(PartWriter::create(self.parts_dir(), h)?)
+                    }
+                };
+                w.add(s as u32, &slots, &values)?;
+            }
+        }
+        drop(sorted);
+        finish_parts(self, writers.into_values().collect())
+    }
+}
+
+/// Finishes writers, syncs the parts directory and opens the parts.
+pub(crate) fn finish_parts(
+    inner: &Inner,
+    writers: Vec<PartWriter>,
+) -> Result<Vec<Arc<Part>>, StoreError> {
+    let mut paths = Vec::new();
+    for w in writers {
+        if w.is_empty() {
+            continue;
+        }
+        paths.push(w.finish()?);
+    }
+    if !paths.is_empty() {
+        fsutil::sync_dir(inner.parts_dir())?;
+    }
+    let mut parts = Vec::with_capacity(paths.len());
+    for p in paths {
+        parts.push(Arc::new(Part::open(&p)?));
+    }
+    Ok(parts)
+}

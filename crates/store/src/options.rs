@@ -1,0 +1,232 @@
+//! How a store is opened: paths, durability and tuning knobs, each with its default
+//! and the reason for it.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sumi_model::SeriesRules;
+
+/// When the write-ahead log is fsynced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// Before `append` returns (group commit: concurrent appenders share one fsync).
+    Always,
+    /// At most this long after a write, by a background thread. A power failure loses
+    /// at most this much; a process crash loses nothing.
+    Interval(Duration),
+    /// Never: the OS writes back when it likes.
+    Never,
+}
+
+impl Default for FsyncPolicy {
+    /// One second: a power failure costs at most a second of points, which carbon
+    /// users already accept (carbon-cache loses its whole cache), at a cost of one
+    /// fsync a second.
+    fn default() -> Self {
+        FsyncPolicy::Interval(Duration::from_secs(1))
+    }
+}
+
+/// A fsync policy that is not `always`, `never` or a duration such as `1s`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid fsync policy {0:?} (expected \"always\", \"never\" or a duration such as \"1s\", \"500ms\", \"2m\")")]
+pub struct InvalidFsyncPolicy(pub String);
+
+impl FromStr for FsyncPolicy {
+    type Err = InvalidFsyncPolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || InvalidFsyncPolicy(s.to_string());
+        let t = s.trim();
+        match t {
+            "always" => return Ok(FsyncPolicy::Always),
+            "never" => return Ok(FsyncPolicy::Never),
+            _ => {}
+        }
+        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+        let (num, unit) = t.split_at(digits);
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        let d = match unit {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" | "min" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
+            "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
+            _ => return Err(bad()),
+        };
+        if d.is_zero() {
+            return Err(bad());
+        }
+        Ok(FsyncPolicy::Interval(d))
+    }
+}
+
+impl fmt::Display for FsyncPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsyncPolicy::Always => f.write_str("always"),
+            FsyncPolicy::Never => f.write_str("never"),
+            FsyncPolicy::Interval(d) if d.subsec_millis() != 0 || d.as_secs() == 0 => {
+                write!(f, "{}ms", d.as_millis())
+            }
+            FsyncPolicy::Interval(d) => write!(f, "{}s", d.as_secs()),
+        }
+    }
+}
+
+/// Everything [`crate::Store::open`] needs.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Where the series log, WAL segments, parts and manifest live.
+    pub data_dir: PathBuf,
+    /// Retention and aggregation of new series (existing series keep theirs).
+    pub rules: SeriesRules,
+    /// When the WAL is fsynced. Default: every second.
+    pub fsync: FsyncPolicy,
+    /// Points further than this in the future are refused (`too_new`). Default 3600:
+    /// agents with a skewed clock are common, a point a day ahead is a bug.
+    pub max_future_secs: i64,
+    /// Head shards (lock striping for readers, flush fan-out). Default: the number of
+    /// cores, so that readers and the writer rarely meet on one lock.
+    pub shards: usize,
+    /// The head is written to disk parts at least this often. Default 10 s: short enough
+    /// that the WAL to replay after a crash stays small (seconds of points), long enough
+    /// that a flushed part holds a point per series at the common 10 s step (a part's
+    /// index costs 40 bytes a series, so flushing more often mostly writes index).
+    pub flush_interval: Duration,
+    /// ...or as soon as the head holds this many bytes of rows. Default 128 MiB (24 bytes
+    /// a row: about 5.6 M points), which bounds head memory at a few hundred MiB.
+    pub flush_bytes: usize,
+    /// A WAL segment is closed at this size (and at every flush). Default 64 MiB.
+    pub wal_segment_bytes: u64,
+    /// A partition is rolled up into the next level once its end is this far in the
+    /// past. Default 600 s: agents that buffer through a short outage re-send within
+    /// minutes; later points still work (the partition is marked dirty and rolled again).
+    pub rollup_grace_secs: i64,
+    /// Each level is cut into partitions of about `retention / partitions_per_level`.
+    /// Default 8: retention then keeps at most 1/8 more than asked, and a level has
+    /// about 9 partitions open at once.
+    pub partitions_per_level: u32,
+    /// A partition with more parts than this of one kind gets its smallest adjacent
+    /// parts merged. Default 4: reads touch few parts, writes are amplified about log4.
+    pub max_parts_per_partition: usize,
+    /// How often the background threads look for work. Default 1 s.
+    pub maintenance_interval: Duration,
+    /// Run the background threads (flush, rollup, retention, compaction, WAL sync). Tests
+    /// turn them off and call [`crate::Store::run_maintenance`] themselves.
+    pub background: bool,
+    /// On open, skip a corrupt record in the middle of the WAL instead of refusing to
+    /// start (a torn tail is always cut). Default false: mid-log corruption needs a human.
+    pub wal_repair: bool,
+}
+
+impl StoreOptions {
+    /// Production defaults (see each field).
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        StoreOptions {
+            data_dir: data_dir.into(),
+            rules: SeriesRules::builtin(),
+            fsync: FsyncPolicy::default(),
+            max_future_secs: 3600,
+            shards: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            flush_interval: Duration::from_secs(10),
+            flush_bytes: 128 << 20,
+            wal_segment_bytes: 64 << 20,
+            rollup_grace_secs: 600,
+            partitions_per_level: 8,
+            max_parts_per_partition: 4,
+            maintenance_interval: Duration::from_secs(1),
+            background: true,
+            wal_repair: false,
+        }
+    }
+
+    /// Small and deterministic: no background threads, no fsync, two shards, small
+    /// segments; tests drive flushes with [`crate::Store::run_maintenance`].
+    pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
+        StoreOptions {
+            fsync: FsyncPolicy::Never,
+            shards: 2,
+            flush_bytes: 1 << 20,
+            wal_segment_bytes: 1 << 20,
+            background: false,
+            ..StoreOptions::new(data_dir)
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), crate::StoreError> {
+        let bad = |m: String| Err(crate::StoreError::Options(m));
+        if self.shards == 0 || self.shards > 256 {
+            return bad(format!("shards must be in 1..=256, got {}", self.shards));
+        }
+        if self.max_future_secs < 0 {
+            return bad(format!(
+                "max_future_secs must not be negative, got {}",
+                self.max_future_secs
+            ));
+        }
+        if self.partitions_per_level == 0 {
+            return bad("partitions_per_level must be positive".into());
+        }
+        if self.max_parts_per_partition < 2 {
+            return bad("max_parts_per_partition must be at least 2".into());
+        }
+        if self.rollup_grace_secs < 0 {
+            return bad("rollup_grace_secs must not be negative".into());
+        }
+        for r in self.rules.schemas.retentions() {
+            if r.archives().len() > crate::series::MAX_LEVELS {
+                return bad(format!(
+                    "retention {r} has {} archives; at most {} are supported",
+                    r.archives().len(),
+                    crate::series::MAX_LEVELS
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fsync_policy_parses() {
+        assert_eq!("always".parse(), Ok(FsyncPolicy::Always));
+        assert_eq!("never".parse(), Ok(FsyncPolicy::Never));
+        assert_eq!(
+            "1s".parse(),
+            Ok(FsyncPolicy::Interval(Duration::from_secs(1)))
+        );
+        assert_eq!(
+            "500ms".parse(),
+            Ok(FsyncPolicy::Interval(Duration::from_millis(500)))
+        );
+        assert_eq!(
+            "2m".parse(),
+            Ok(FsyncPolicy::Interval(Duration::from_secs(120)))
+        );
+        for bad in ["", "0s", "1", "s", "1d", "-1s", "1.5s", "sometimes"] {
+            assert!(bad.parse::<FsyncPolicy>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn fsync_policy_displays_round_trip() {
+        for s in ["always", "never", "1s", "500ms", "120s"] {
+            let p: FsyncPolicy = s.parse().unwrap();
+            assert_eq!(p.to_string(), s);
+            assert_eq!(p.to_string().parse::<FsyncPolicy>(), Ok(p));
+        }
+    }
+
+    #[test]
+    fn options_validate() {
+        let mut o = StoreOptions::for_tests("/nonexistent");
+        assert!(o.validate().is_ok());
+        o.shards = 0;
+        assert!(o.validate().is_err());
+    }
+}

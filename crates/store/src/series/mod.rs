@@ -1,0 +1,291 @@
+//! The series index: dense `u32` ids, names interned in an arena with a hash table,
+//! each series' retention class, aggregation method and xFilesFactor, the node tree
+//! for `find`, all persisted in `series.log`.
+//!
+//! - [`names`]: interned byte strings (series names, tree node names).
+//! - [`class`]: retention classes and their partition widths.
+//! - [`tree`]: the metric tree and graphite-web's find.
+//! - [`log`]: the append-only `series.log`.
+
+pub(crate) mod class;
+pub(crate) mod log;
+pub(crate) mod names;
+pub(crate) mod tree;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use sumi_model::glob::PathPattern;
+use sumi_model::{AggMethod, Retention, SeriesConfig};
+
+pub(crate) use class::ClassInfo;
+pub use class::MAX_LEVELS;
+use log::{LogRecord, LogSync, SeriesLog};
+use names::Names;
+use tree::Tree;
+
+use crate::StoreError;
+
+/// A node `find` returned: a full dotted path, and whether it is a series (leaf) or
+/// has children (branch). A path that is both is returned twice.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FindEntry {
+    pub path: String,
+    pub is_leaf: bool,
+}
+
+/// What a series keeps from the rules it was created under.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SeriesMeta {
+    pub(crate) class: u16,
+    pub(crate) method: AggMethod,
+    pub(crate) xff: f32,
+}
+
+pub(crate) struct SeriesIndex {
+    names: Names,
+    meta: Vec<SeriesMeta>,
+    classes: Vec<Arc<ClassInfo>>,
+    tree: Tree,
+    log: SeriesLog,
+    partitions_per_level: u32,
+}
+
+/// True when a name can live in the tree: no empty node, not tagged (tagged series
+/// get their own index later; graphite-web stores them outside the tree too).
+fn tree_path(name: &str) -> bool {
+    !name.is_empty() && !name.contains(';') && !name.split('.').any(str::is_empty)
+}
+
+impl SeriesIndex {
+    /// Loads `series.log` from `dir` (cutting a torn tail) and opens it for appending.
+    pub(crate) fn open(
+        dir: &Path,
+        partitions_per_level: u32,
+        repair: bool,
+    ) -> Result<(SeriesIndex, log::LoadReport), StoreError> {
+        let path = dir.join("series.log");
+        let mut names = Names::default();
+        let mut meta = Vec::new();
+        let mut classes: Vec<Arc<ClassInfo>> = Vec::new();
+        let mut tree = Tree::default();
+        let report = log::load(&path, repair, |rec| match rec {
+            LogRecord::Class {
+                id,
+                archives,
+                widths,
+            } => {
+                if usize::from(id) != classes.len() {
+                    return Err(format!(
+                        "class id {id} out of order (expected {})",
+                        classes.len()
+                    ));
+                }
+                if archives.len() > MAX_LEVELS {
+                    return Err(format!("class {id} has {} archives", archives.len()));
+                }
+                let r = Retention::new(archives).map_err(|e| format!("class {id}: {e}"))?;
+                classes.push(Arc::new(ClassInfo::new(id, Arc::new(r), &widths)));
+                Ok(())
+            }
+            LogRecord::Series {
+                id,
+                class,
+                method,
+                xff,
+                name,
+            } => {
+                if id as usize != meta.len() {
+                    return Err(format!(
+                        "series id {id} out of order (expected {})",
+                        meta.len()
+                    ));
+                }
+                if usize::from(class) >= classes.len() {
+                    return Err(format!("series {id} names unknown class {class}"));
+                }
+                if names.find(name.as_bytes()).is_some() {
+                    return Err(format!("series {name:?} logged twice"));
+                }
+                names.push(name.as_bytes());
+                meta.push(SeriesMeta { class, method, xff });
+                if tree_path(name) {
+                    tree.insert(name, id);
+                }
+                Ok(())
+            }
+        })?;
+        let log = SeriesLog::open(&path)?;
+        Ok((
+            SeriesIndex {
+                names,
+                meta,
+                classes,
+                tree,
+                log,
+                partitions_per_level,
+            },
+            report,
+        ))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.meta.len()
+    }
+
+    pub(crate) fn lookup(&self, name: &[u8]) -> Option<u32> {
+        self.names.find(name)
+    }
+
+    pub(crate) fn meta(&self, id: u32) -> Option<SeriesMeta> {
+        self.meta.get(id as usize).copied()
+    }
+
+    pub(crate) fn metas(&self) -> &[SeriesMeta] {
+        &self.meta
+    }
+
+    pub(crate) fn class(&self, id: u16) -> Option<&Arc<ClassInfo>> {
+        self.classes.get(usize::from(id))
+    }
+
+    pub(crate) fn classes(&self) -> &[Arc<ClassInfo>] {
+        &self.classes
+    }
+
+    #[cfg(test)]
+    pub(crate) fn name(&self, id: u32) -> &str {
+        std::str::from_utf8(self.names.get_bytes(id)).unwrap_or_default()
+    }
+
+    pub(crate) fn log_sync(&self) -> LogSync {
+        self.log.sync_handle()
+    }
+
+    pub(crate) fn log_bytes(&self) -> u64 {
+        self.log.bytes()
+    }
+
+    fn class_for(&mut self, retention: &Arc<Retention>) -> Result<u16, StoreError> {
+        if let Some(c) = self.classes.iter().find(|c| *c.retention == **retention) {
+            return Ok(c.id);
+        }
+        if retention.archives().len() > MAX_LEVELS {
+            return Err(StoreError::Options(format!(
+                "retention {retention} has more than {MAX_LEVELS} archives"
+            )));
+        }
+        let id = u16::try_from(self.classes.len())
+            .map_err(|_| StoreError::Options("more than 65536 distinct retentions".into()))?;
+        let widths = class::partition_widths(retention.archives(), self.partitions_per_level);
+        self.log.push(&LogRecord::Class {
+            id,
+            archives: retention.archives().to_vec(),
+            widths: widths.clone(),
+        });
+        self.classes
+            .push(Arc::new(ClassInfo::new(id, retention.clone(), &widths)));
+        Ok(id)
+    }
+
+    /// Creates a series (the caller checked it is absent); its records are queued in the
+    /// log until [`write_log`](Self::write_log).
+    pub(crate) fn create(&mut self, name: &str, cfg: &SeriesConfig) -> Result<u32, StoreError> {
+        let class = self.class_for(&cfg.retention)?;
+        let id = u32::try_from(self.meta.len())
+            .ok()
+            .filter(|&i| i < u32::MAX)
+            .ok_or_else(|| StoreError::Options("series id space exhausted".into()))?;
+        self.log.push(&LogRecord::Series {
+            id,
+            class,
+            method: cfg.method,
+            xff: cfg.xff,
+            name,
+        });
+        self.names.push(name.as_bytes());
+        self.meta.push(SeriesMeta {
+            class,
+            method: cfg.method,
+            xff: cfg.xff,
+        });
+        if tree_path(name) {
+            self.tree.insert(name, id);
+        }
+        Ok(id)
+    }
+
+    /// Writes the queued log records (one `write`).
+    pub(crate) fn write_log(&mut self) -> Result<(), StoreError> {
+        self.log.write_pending()
+    }
+
+    /// Nodes matching `pattern`, sorted by path, leaf before branch for one path.
+    pub(crate) fn find(&self, pattern: &PathPattern) -> Vec<FindEntry> {
+        self.tree
+            .find(pattern)
+            .into_iter()
+            .map(|(path, is_leaf)| FindEntry { path, is_leaf })
+            .collect()
+    }
+
+    pub(crate) fn tree_nodes(&self) -> usize {
+        self.tree.node_count()
+    }
+
+    /// Approximate heap bytes of the index, for the memory gauge.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.names.heap_bytes()
+            + self.meta.capacity() * std::mem::size_of::<SeriesMeta>()
+            + self.tree.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::TempDir;
+    use sumi_model::SeriesRules;
+
+    #[test]
+    fn create_reload_find() {
+        let dir = TempDir::new("index");
+        let rules = SeriesRules::builtin();
+        {
+            let (mut idx, _) = SeriesIndex::open(dir.path(), 8, false).unwrap();
+            for n in ["a.b.c", "a.b", "x.count", "tagged;k=v"] {
+                let id = idx.create(n, &rules.config_for(n)).unwrap();
+                assert_eq!(idx.lookup(n.as_bytes()), Some(id));
+            }
+            idx.write_log().unwrap();
+        }
+        let (idx, report) = SeriesIndex::open(dir.path(), 8, false).unwrap();
+        assert_eq!(report.records, 5); // one class + four series
+        assert_eq!(idx.len(), 4);
+        assert_eq!(idx.lookup(b"a.b"), Some(1));
+        assert_eq!(idx.name(2), "x.count");
+        assert_eq!(idx.meta(2).unwrap().method, AggMethod::Sum);
+        assert_eq!(idx.meta(0).unwrap().method, AggMethod::Average);
+        assert_eq!(idx.classes().len(), 1);
+        let found = idx.find(&PathPattern::parse("a.*"));
+        assert_eq!(
+            found,
+            vec![
+                FindEntry {
+                    path: "a.b".into(),
+                    is_leaf: true
+                },
+                FindEntry {
+                    path: "a.b".into(),
+                    is_leaf: false
+                },
+            ]
+        );
+        // tagged series are fetchable by name but stay out of the tree
+        assert_eq!(idx.lookup(b"tagged;k=v"), Some(3));
+        assert!(idx
+            .find(&PathPattern::parse("*"))
+            .iter()
+            .all(|e| !e.path.contains(';')));
+    }
+}

@@ -1,0 +1,124 @@
+//! Interned byte strings with dense `u32` ids: all bytes in one arena, an
+//! open-addressing table of ids keyed by the bytes' hash. No allocation per name.
+//!
+//! Used for full series names (id = series id) and for tree node names.
+
+use std::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+
+/// A fixed seed keeps hashing deterministic across runs (nothing hashed here comes
+/// from an adversary that could exploit a known seed more than a random one: names
+/// are interned once and bounded in length).
+const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+pub(crate) struct Names {
+    arena: Vec<u8>,
+    /// `ends[i]` is the end of name `i` in `arena`; it starts at `ends[i - 1]` (or 0).
+    ends: Vec<u64>,
+    table: HashTable<u32>,
+    state: FixedState,
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        Names {
+            arena: Vec::new(),
+            ends: Vec::new(),
+            table: HashTable::new(),
+            state: FixedState::with_seed(SEED),
+        }
+    }
+}
+
+fn slice<'a>(arena: &'a [u8], ends: &[u64], id: u32) -> &'a [u8] {
+    let i = id as usize;
+    let end = ends.get(i).copied().unwrap_or(0) as usize;
+    let start = if i == 0 {
+        0
+    } else {
+        ends.get(i - 1).copied().unwrap_or(0) as usize
+    };
+    arena.get(start..end).unwrap_or_default()
+}
+
+impl Names {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub(crate) fn hash(&self, name: &[u8]) -> u64 {
+        self.state.hash_one(name)
+    }
+
+    /// The bytes of `id` (empty for an unknown id).
+    pub(crate) fn get_bytes(&self, id: u32) -> &[u8] {
+        slice(&self.arena, &self.ends, id)
+    }
+
+    pub(crate) fn find(&self, name: &[u8]) -> Option<u32> {
+        self.find_hashed(self.hash(name), name)
+    }
+
+    pub(crate) fn find_hashed(&self, hash: u64, name: &[u8]) -> Option<u32> {
+        let (arena, ends) = (&self.arena, &self.ends);
+        self.table
+            .find(hash, |&id| slice(arena, ends, id) == name)
+            .copied()
+    }
+
+    /// Adds a name known to be absent; returns its id.
+    pub(crate) fn push(&mut self, name: &[u8]) -> u32 {
+        let id = self.ends.len() as u32;
+        let hash = self.hash(name);
+        self.arena.extend_from_slice(name);
+        self.ends.push(self.arena.len() as u64);
+        let Names {
+            arena,
+            ends,
+            table,
+            state,
+        } = self;
+        table.insert_unique(hash, id, |&i| state.hash_one(slice(arena, ends, i)));
+        id
+    }
+
+    /// The id of `name`, interning it first when absent.
+    pub(crate) fn intern(&mut self, name: &[u8]) -> u32 {
+        match self.find(name) {
+            Some(id) => id,
+            None => self.push(name),
+        }
+    }
+
+    /// Bytes held, for the memory gauges.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.arena.capacity() + self.ends.capacity() * 8 + self.table.capacity() * 5
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intern_and_find() {
+        let mut n = Names::default();
+        assert_eq!(n.intern(b"a.b"), 0);
+        assert_eq!(n.intern(b"c"), 1);
+        assert_eq!(n.intern(b""), 2);
+        assert_eq!(n.intern(b"a.b"), 0);
+        assert_eq!(n.find(b"c"), Some(1));
+        assert_eq!(n.find(b"a"), None);
+        assert_eq!(n.get_bytes(0), b"a.b");
+        assert_eq!(n.get_bytes(2), b"");
+        assert_eq!(n.get_bytes(7), b"");
+        for i in 0..10_000u32 {
+            assert_eq!(n.intern(format!("x{i}").as_bytes()), i + 3);
+        }
+        assert_eq!(n.find(b"x9999"), Some(10_002));
+        assert_eq!(n.len(), 10_003);
+    }
+}

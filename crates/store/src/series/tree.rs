@@ -1,0 +1,383 @@
+//! The metric tree for `find`: one node per distinct path prefix, node names interned,
+//! children reachable both by a linked list (to scan for a wildcard) and by a hash of
+//! `(parent, name)` (to look a literal name up without scanning).
+//!
+//! `find` follows graphite-web 1.1's `StandardFinder._find_paths` over a directory of
+//! whisper files: a node with children is a directory (branch), a node that is a series
+//! is a `.wsp` file (leaf); a path can be both and then yields both.
+
+use std::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+use sumi_model::glob::{NodePattern, PathPattern};
+
+use super::names::Names;
+
+const NONE: u32 = u32::MAX;
+const ROOT: u32 = 0;
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    parent: u32,
+    sym: u32,
+    first_child: u32,
+    next_sibling: u32,
+    /// The series stored at this path, if any.
+    leaf: u32,
+}
+
+/// One node of a pattern, prepared for this tree.
+enum Step<'p> {
+    Globstar,
+    /// Literal names (brace alternatives), as symbols of names the tree holds.
+    Syms(Vec<u32>),
+    Glob(&'p NodePattern),
+}
+
+pub(crate) struct Tree {
+    nodes: Vec<Node>,
+    children: HashTable<u32>,
+    syms: Names,
+    state: FixedState,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree {
+            nodes: vec![Node {
+                parent: NONE,
+                sym: NONE,
+                first_child: NONE,
+                next_sibling: NONE,
+                leaf: NONE,
+            }],
+            children: HashTable::new(),
+            syms: Names::default(),
+            state: FixedState::with_seed(0x7ee),
+        }
+    }
+}
+
+impl Tree {
+    fn child_hash(state: &FixedState, parent: u32, sym: u32) -> u64 {
+        state.hash_one((u64::from(parent) << 32) | u64::from(sym))
+    }
+
+    fn child(&self, parent: u32, sym: u32) -> Option<u32> {
+        let h = Self::child_hash(&self.state, parent, sym);
+        let nodes = &self.nodes;
+        self.children
+            .find(h, |&c| {
+                nodes
+                    .get(c as usize)
+                    .is_some_and(|n| n.parent == parent && n.sym == sym)
+            })
+            .copied()
+    }
+
+    fn node(&self, id: u32) -> Option<&Node> {
+        self.nodes.get(id as usize)
+    }
+
+    /// Adds the path of series `series` (dot-separated, no empty node).
+    pub(crate) fn insert(&mut self, path: &str, series: u32) {
+        let mut cur = ROOT;
+        for part in path.split('.') {
+            let sym = self.syms.intern(part.as_bytes());
+            cur = match self.child(cur, sym) {
+                Some(c) => c,
+                None => {
+                    let id = self.nodes.len() as u32;
+                    let first = self.nodes.get(cur as usize).map_or(NONE, |n| n.first_child);
+                    self.nodes.push(Node {
+                        parent: cur,
+                        sym,
+                        first_child: NONE,
+                        next_sibling: first,
+                        leaf: NONE,
+                    });
+                    if let Some(p) = self.nodes.get_mut(cur as usize) {
+                        p.first_child = id;
+                    }
+                    let h = Self::child_hash(&self.state, cur, sym);
+                    let Tree {
+                        nodes,
+                        children,
+                        state,
+                        ..
+                    } = self;
+                    children.insert_unique(h, id, |&c| {
+                        let n = nodes.get(c as usize).copied().unwrap_or(Node {
+                            parent: NONE,
+                            sym: NONE,
+                            first_child: NONE,
+                            next_sibling: NONE,
+                            leaf: NONE,
+                        });
+                        Self::child_hash(state, n.parent, n.sym)
+                    });
+                    id
+                }
+            };
+        }
+        if let Some(n) = self.nodes.get_mut(cur as usize) {
+            n.leaf = series;
+        }
+    }
+
+    fn children_of(&self, id: u32) -> impl Iterator<Item = u32> + '_ {
+        let mut c = self.node(id).map_or(NONE, |n| n.first_child);
+        std::iter::from_fn(move || {
+            if c == NONE {
+                return None;
+            }
+            let out = c;
+            c = self.node(c).map_or(NONE, |n| n.next_sibling);
+            Some(out)
+        })
+    }
+
+    fn is_branch(&self, id: u32) -> bool {
+        self.node(id).is_some_and(|n| n.first_child != NONE)
+    }
+
+    fn name_of(&self, id: u32) -> &str {
+        let sym = self.node(id).map_or(NONE, |n| n.sym);
+        std::str::from_utf8(self.syms.get_bytes(sym)).unwrap_or_default()
+    }
+
+    /// The full dotted path of a node.
+    #[cfg(test)]
+    pub(crate) fn path_of(&self, id: u32) -> String {
+        let mut parts = Vec::new();
+        let mut cur = id;
+        while cur != ROOT && cur != NONE {
+            parts.push(self.name_of(cur));
+            cur = self.node(cur).map_or(NONE, |n| n.parent);
+        }
+        parts.reverse();
+        parts.join(".")
+    }
+
+    /// The series id stored at a node, if it is a leaf.
+    pub(crate) fn leaf_of(&self, id: u32) -> Option<u32> {
+        self.node(id).map(|n| n.leaf).filter(|&l| l != NONE)
+    }
+
+    /// Nodes matching `pattern` as `(path, is_leaf)`, sorted by path with the leaf
+    /// first when a path is both, without duplicates.
+    pub(crate) fn find(&self, pattern: &PathPattern) -> Vec<(String, bool)> {
+        // resolve literal node names to symbols once: a name the tree never saw matches
+        // nothing, and lookups need no string hashing per visited node
+        let compiled: Vec<Step<'_>> = pattern
+            .nodes()
+            .iter()
+            .map(|p| {
+                if p.is_globstar() {
+                    Step::Globstar
+                } else if let Some(lits) = p.literals() {
+                    Step::Syms(
+                        lits.iter()
+                            .filter_map(|l| self.syms.find(l.as_bytes()))
+                            .collect(),
+                    )
+                } else {
+                    Step::Glob(p)
+                }
+            })
+            .collect();
+        let mut out = Vec::new();
+        let mut prefix = String::new();
+        self.find_from(ROOT, &compiled, &mut prefix, &mut out);
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        out.dedup();
+        out
+    }
+
+    /// graphite-web's `_find_paths(current_dir, patterns)`; `prefix` is the path of
+    /// `cur` (empty for the root).
+    fn find_from(
+        &self,
+        cur: u32,
+        pats: &[Step<'_>],
+        prefix: &mut String,
+        out: &mut Vec<(String, bool)>,
+    ) {
+        let Some((pat, rest)) = pats.split_first() else {
+            return;
+        };
+        let base = prefix.len();
+        let enter = |this: &Tree, c: u32, prefix: &mut String, out: &mut Vec<(String, bool)>| {
+            if base > 0 {
+                prefix.push('.');
+            }
+            prefix.push_str(this.name_of(c));
+            if rest.is_empty() {
+                this.emit(c, prefix, out);
+            } else if this.is_branch(c) {
+                this.find_from(c, rest, prefix, out);
+            }
+            prefix.truncate(base);
+        };
+        match pat {
+            Step::Globstar => {
+                // every directory below cur (cur included) gets the remaining patterns; a
+                // terminal ** becomes "*" in each of them, i.e. every node below cur
+                if rest.is_empty() {
+                    self.emit_descendants(cur, prefix, out);
+                } else {
+                    self.find_from(cur, rest, prefix, out);
+                    self.globstar_dirs(cur, rest, prefix, out);
+                }
+            }
+            Step::Syms(syms) => {
+                for &sym in syms {
+                    if let Some(c) = self.child(cur, sym) {
+                        enter(self, c, prefix, out);
+                    }
+                }
+            }
+            Step::Glob(p) => {
+                for c in self.children_of(cur) {
+                    if p.matches(self.name_of(c)) {
+                        enter(self, c, prefix, out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// For `a.**.rest`: matches `rest` from every branch strictly below `cur`.
+    fn globstar_dirs(
+        &self,
+        cur: u32,
+        rest: &[Step<'_>],
+        prefix: &mut String,
+        out: &mut Vec<(String, bool)>,
+    ) {
+        let base = prefix.len();
+        for c in self.children_of(cur) {
+            if !self.is_branch(c) {
+                continue;
+            }
+            if base > 0 {
+                prefix.push('.');
+            }
+            prefix.push_str(self.name_of(c));
+            self.find_from(c, rest, prefix, out);
+            self.globstar_dirs(c, rest, prefix, out);
+            prefix.truncate(base);
+        }
+    }
+
+    /// Every node below `cur`, each as leaf and/or branch.
+    fn emit_descendants(&self, cur: u32, prefix: &mut String, out: &mut Vec<(String, bool)>) {
+        let base = prefix.len();
+        for c in self.children_of(cur) {
+            if base > 0 {
+                prefix.push('.');
+            }
+            prefix.push_str(self.name_of(c));
+            self.emit(c, prefix, out);
+            if self.is_branch(c) {
+                self.emit_descendants(c, prefix, out);
+            }
+            prefix.truncate(base);
+        }
+    }
+
+    fn emit(&self, c: u32, path: &str, out: &mut Vec<(String, bool)>) {
+        if self.leaf_of(c).is_some() {
+            out.push((path.to_string(), true));
+        }
+        if self.is_branch(c) {
+            out.push((path.to_string(), false));
+        }
+    }
+
+    pub(crate) fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.children.capacity() * 5
+            + self.syms.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(paths: &[&str]) -> Tree {
+        let mut t = Tree::default();
+        for (i, p) in paths.iter().enumerate() {
+            t.insert(p, i as u32);
+        }
+        t
+    }
+
+    fn find(t: &Tree, pat: &str) -> Vec<(String, bool)> {
+        t.find(&PathPattern::parse(pat))
+    }
+
+    fn s(v: &[(&str, bool)]) -> Vec<(String, bool)> {
+        v.iter().map(|(p, l)| (p.to_string(), *l)).collect()
+    }
+
+    #[test]
+    fn leaf_and_branch() {
+        let t = tree(&["a.b", "a.b.c", "a.d"]);
+        assert_eq!(
+            find(&t, "a.*"),
+            s(&[("a.b", true), ("a.b", false), ("a.d", true)])
+        );
+        assert_eq!(find(&t, "a.b"), s(&[("a.b", true), ("a.b", false)]));
+        assert_eq!(find(&t, "a"), s(&[("a", false)]));
+        assert_eq!(find(&t, "a.b.c"), s(&[("a.b.c", true)]));
+        assert_eq!(find(&t, "a.x"), s(&[]));
+        assert_eq!(find(&t, "*.*.*"), s(&[("a.b.c", true)]));
+        assert_eq!(t.path_of(4), "a.d");
+        assert_eq!(t.leaf_of(4), Some(2));
+    }
+
+    #[test]
+    fn globstar_like_graphite() {
+        let t = tree(&["a.b.c", "a.b.d.z", "a.z", "b.z", "a.q.r.z"]);
+        assert_eq!(
+            find(&t, "a.**.z"),
+            s(&[("a.b.d.z", true), ("a.q.r.z", true), ("a.z", true)])
+        );
+        assert_eq!(
+            find(&t, "a.**"),
+            s(&[
+                ("a.b", false),
+                ("a.b.c", true),
+                ("a.b.d", false),
+                ("a.b.d.z", true),
+                ("a.q", false),
+                ("a.q.r", false),
+                ("a.q.r.z", true),
+                ("a.z", true),
+            ])
+        );
+        assert_eq!(find(&t, "**.z").len(), 4);
+    }
+
+    #[test]
+    fn braces_and_sets() {
+        let t = tree(&["web01.cpu", "web02.cpu", "db01.cpu", "web03.mem"]);
+        assert_eq!(
+            find(&t, "{web,db}0[1-2].cpu"),
+            s(&[("db01.cpu", true), ("web01.cpu", true), ("web02.cpu", true)])
+        );
+        assert_eq!(
+            find(&t, "{web01,db01}.cpu"),
+            s(&[("db01.cpu", true), ("web01.cpu", true)])
+        );
+        assert_eq!(find(&t, "web0?.{cpu,mem}").len(), 3);
+        assert_eq!(find(&t, "nothing.*"), s(&[]));
+    }
+}
