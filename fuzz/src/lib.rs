@@ -11,7 +11,10 @@
 
 pub mod attime;
 pub mod codec;
+pub mod json_bulk;
+pub mod pickle;
 pub mod plaintext;
+pub mod remote_write;
 pub mod target;
 
 /// A fuzz target: must not panic, whatever the bytes.
@@ -23,6 +26,11 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("plaintext_stream", plaintext::plaintext_stream),
     ("target_expr", target::target_expr),
     ("attime", attime::attime),
+    ("codec_decode", codec::codec_decode),
+    ("codec_roundtrip", codec::codec_roundtrip),
+    ("pickle", pickle::pickle),
+    ("json_bulk", json_bulk::json_bulk),
+    ("remote_write", remote_write::remote_write),
 ];
 
 /// The target called `name`.

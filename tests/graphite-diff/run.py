@@ -2,12 +2,13 @@
 """Differential test: sumi against graphite-web 1.1.10 + whisper 1.1.10 on the same points.
 
     tests/graphite-diff/setup.sh                      # once: the reference venv
-    tests/graphite-diff/run.py --sumi-bin target/debug/sumi [--keep]
+    tests/graphite-diff/run.py --sumi-bin target/debug/sumi [--keep] [--pickle]
     tests/graphite-diff/run.py --self-check           # graphite-web against itself
 
 Writes generated points into whisper files (as carbon would) and into a running sumi
 (over carbon plaintext), asks both servers the same /render and /metrics/* questions
-with the same ``now``, and compares the answers value by value. Exits 0 only when every
+with the same ``now``, and compares the answers value by value; then restarts sumi on
+its data directory and compares again. Exits 0 only when every
 answer is identical; prints a compact diff of each difference otherwise. See README.md.
 
 Python standard library only, plus whisper from the venv (the script re-executes itself
@@ -111,13 +112,16 @@ class Run:
         written = wsp.write(graphite.whisper_dir, series, points, now=t0)
         self.say("whisper: %d files, %s" % (len(set(p.name for p in points if p.fate != gen.BAD)), written))
 
+        def start_sumi(ports):
+            return servers.start_sumi(
+                self.procs, os.path.abspath(args.sumi_bin), self.work, ports,
+                schemas_path, aggregation_path,
+            )
+
         gw_port, carbon, pickle, http = procs.free_ports(4)
-        sumi_args = (os.path.abspath(args.sumi_bin or ""), self.work, schemas_path, aggregation_path)
         if not args.self_check:
             # sumi first: it fails fast, and digests the lines while graphite-web starts
-            sumi, sumi_base = servers.start_sumi(
-                self.procs, sumi_args[0], sumi_args[1], (carbon, pickle, http), *sumi_args[2:]
-            )
+            sumi, sumi_base = start_sumi((carbon, pickle, http))
             self.say("sumi: up at %s" % sumi_base)
             feeds = [("plaintext", servers.feed_carbon(carbon, [p.line for p in points if not p.pickled]))]
             if args.pickle:
@@ -141,18 +145,23 @@ class Run:
 
         qs = queries.all_queries(t0)
         self.say("asking %d queries of graphite-web and %s" % (len(qs), "itself" if args.self_check else "sumi"))
-        expected = [procs.http_get(q.url(gw)) for q in qs]
+        expected = [self.get(q.url(gw)) for q in qs]
         results = [self.ask_all("", qs, expected, other)]
         if not args.self_check:
             # the same answers after a restart: the store reopened from its WAL and parts
             self.procs.stop(sumi)
             self.say("sumi: stopped; restarting on the same data directory")
-            sumi, sumi_base = servers.start_sumi(
-                self.procs, sumi_args[0], sumi_args[1], procs.free_ports(3), *sumi_args[2:]
-            )
+            sumi, sumi_base = start_sumi(procs.free_ports(3))
             self.say("sumi: up again at %s" % sumi_base)
             results.append(self.ask_all("after restart", qs, expected, sumi_base))
         return self.report(qs, results)
+
+    def get(self, url):
+        from gdiff import procs
+
+        if self.left() <= 0:
+            raise procs.HarnessError("deadline of %ss reached" % self.args.deadline)
+        return procs.http_get(url, timeout=min(30.0, max(1.0, self.left())))
 
     def check_counters(self, counters, stored, too_old, too_new):
         if counters.get("stored") != stored:
@@ -175,14 +184,12 @@ class Run:
 
     def ask_all(self, label, qs, expected, other):
         """Asks `other` every query and compares with graphite-web's answers."""
-        from gdiff import compare, procs
+        from gdiff import compare
 
         stats = compare.Stats()
         mismatches, invalid = [], []
         for i, (q, exp) in enumerate(zip(qs, expected)):
-            if self.left() <= 0:
-                raise procs.HarnessError("deadline of %ss reached at query %d" % (self.args.deadline, i))
-            got = procs.http_get(q.url(other))
+            got = self.get(q.url(other))
             if self.args.dump:
                 self.dump(label, i, q, exp, got)
             try:
@@ -195,7 +202,7 @@ class Run:
         return label, stats, mismatches, invalid
 
     def dump(self, label, i, q, exp, got):
-        d = os.path.join(self.args.dump, label.replace(" ", "-"), "%03d" % i)
+        d = os.path.join(self.args.dump, (label or "first").replace(" ", "-"), "%03d" % i)
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "query.txt"), "w") as f:
             f.write(q.show() + "\n")

@@ -208,7 +208,9 @@ fn remote_write_requests(pts: &[Pt]) -> Vec<Vec<u8>> {
                 pb_bytes(&mut series, 2, &s);
                 pb_bytes(&mut req, 1, &series);
             }
-            snap::raw::Encoder::new().compress_vec(&req).unwrap_or_default()
+            snap::raw::Encoder::new()
+                .compress_vec(&req)
+                .unwrap_or_default()
         })
         .collect()
 }
@@ -258,7 +260,9 @@ fn measure(mut f: impl FnMut() -> usize) -> (f64, usize) {
 }
 
 fn report(stage: &str, rate: f64, points: usize, bytes: usize, reference: Option<f64>) {
-    let ratio = reference.map_or(String::new(), |r| format!("  {:>5.2} of plaintext", rate / r));
+    let ratio = reference.map_or(String::new(), |r| {
+        format!("  {:>5.2} of plaintext", rate / r)
+    });
     println!(
         "{stage:<46} {:>6.2} M points/CPU-s{ratio}   ({points} points, {:.1} MB)",
         rate / 1e6,
@@ -319,7 +323,13 @@ fn bench_pickle(data: &[u8], plain: f64) {
         }
         counts.received as usize
     });
-    report("pickle: frame+unpickle+batch", rate, n, data.len(), Some(plain));
+    report(
+        "pickle: frame+unpickle+batch",
+        rate,
+        n,
+        data.len(),
+        Some(plain),
+    );
 }
 
 fn bench_json(bodies: &[Vec<u8>], encoding: Option<&str>, label: &str, plain: f64) {
@@ -349,7 +359,13 @@ fn bench_remote_write(reqs: &[Vec<u8>], plain: f64) {
         }
         n
     });
-    report("remote write: snappy+protobuf+names+batch", rate, n, bytes, Some(plain));
+    report(
+        "remote write: snappy+protobuf+names+batch",
+        rate,
+        n,
+        bytes,
+        Some(plain),
+    );
 }
 
 #[derive(Default)]
@@ -412,7 +428,9 @@ fn bench_tcp(data: &Arc<Vec<u8>>, points: u64, pickle: bool) -> (f64, usize) {
             }
         });
         let client_cpu = client.join().expect("client");
-        let server_cpu = process_cpu().saturating_sub(cpu0).saturating_sub(client_cpu);
+        let server_cpu = process_cpu()
+            .saturating_sub(cpu0)
+            .saturating_sub(client_cpu);
         let _ = stop.send(true);
         rt.block_on(server).expect("server");
         rates.push(points as f64 / server_cpu.as_secs_f64().max(1e-9));
@@ -442,7 +460,12 @@ fn main() {
         let bodies = json_bodies(&pts);
         bench_json(&bodies, None, "json: parse+names+batch", reference);
         let gz: Vec<Vec<u8>> = bodies.iter().map(|b| gzip(b)).collect();
-        bench_json(&gz, Some("gzip"), "json gzip: inflate+parse+names+batch", reference);
+        bench_json(
+            &gz,
+            Some("gzip"),
+            "json gzip: inflate+parse+names+batch",
+            reference,
+        );
     }
     if wants("remote") {
         bench_remote_write(&remote_write_requests(&pts), reference);
@@ -450,7 +473,13 @@ fn main() {
     if wants("tcp") {
         let n = pts.len() as u64;
         let (plain_tcp, _) = bench_tcp(&Arc::new(plain.clone()), n, false);
-        report("tcp plaintext (listener, no-op sink)", plain_tcp, n as usize, plain.len(), None);
+        report(
+            "tcp plaintext (listener, no-op sink)",
+            plain_tcp,
+            n as usize,
+            plain.len(),
+            None,
+        );
         let (pickle_tcp, _) = bench_tcp(&Arc::new(pickled.clone()), n, true);
         report(
             "tcp pickle (listener, no-op sink)",

@@ -22,8 +22,9 @@
 //!   reason.
 //!
 //! Bad input is counted by reason and skipped at the smallest scope it affects: a bad
-//! line or pickle element never costs the rest of a connection; an HTTP body (JSON,
-//! remote write) is refused whole with a message saying where and why.
+//! line or pickle element never costs the rest of a connection; a malformed HTTP body
+//! (JSON, remote write) is refused whole with a message saying where and why, and a
+//! remote-write series without a usable name loses only its own samples.
 
 pub mod frame;
 pub mod json_bulk;

@@ -189,7 +189,10 @@ mod tests {
             canon("m", &[("k", "a;b")]),
             Err(TagError::ValueSemicolon { .. })
         ));
-        assert!(matches!(canon("m", &[("k^", "v")]), Err(TagError::TagChar { .. })));
+        assert!(matches!(
+            canon("m", &[("k^", "v")]),
+            Err(TagError::TagChar { .. })
+        ));
         assert_eq!(canon("~~;k=v", &[]), Err(TagError::EmptyName("~~".into())));
     }
 

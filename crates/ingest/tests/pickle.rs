@@ -101,7 +101,9 @@ fn every_python_pickle_decodes_as_python_decodes_it() {
 fn each_protocol_of_the_same_points_agrees() {
     // The same Python objects pickled with protocols 0..5 give the same points.
     let mut u = Unpickler::new(PickleLimits::default());
-    for case in ["relay", "numbers", "unicode", "lists", "bad", "shared", "tuple"] {
+    for case in [
+        "relay", "numbers", "unicode", "lists", "bad", "shared", "tuple",
+    ] {
         let mut first: Option<Vec<String>> = None;
         for p in 0..=5 {
             let msg = read_fixture(&format!("{case}.p{p}.pickle"));
@@ -156,7 +158,13 @@ impl Server {
         let sink = RecordingSink::new();
         let stats = Arc::new(IngestStats::default());
         let (stop, rx) = watch::channel(false);
-        let task = tokio::spawn(serve_pickle(listener, sink.clone(), opts, stats.clone(), rx));
+        let task = tokio::spawn(serve_pickle(
+            listener,
+            sink.clone(),
+            opts,
+            stats.clone(),
+            rx,
+        ));
         Server {
             addr,
             sink,
@@ -206,7 +214,10 @@ async fn python_messages_over_a_socket_arrive_in_order() {
     c.shutdown().await.unwrap();
     let got = within("points", srv.sink.wait_for_points(want.len())).await;
     assert_eq!(got, want);
-    assert!(srv.sink.batches() > 1, "small test batches: several appends");
+    assert!(
+        srv.sink.batches() > 1,
+        "small test batches: several appends"
+    );
     let (_, stats) = srv.shutdown().await;
     let s = stats.snapshot();
     // evil.global is refused whole; bad elements are refused one by one
@@ -266,7 +277,10 @@ async fn an_oversize_frame_closes_only_its_connection() {
 
     let want = want_points("tuple.p2.pickle").len() * 2;
     within("points", srv.sink.wait_for_points(want)).await;
-    wait_stats(&srv.stats, "frames refused", |s| s.rejected(Reason::FrameTooLong) == 2).await;
+    wait_stats(&srv.stats, "frames refused", |s| {
+        s.rejected(Reason::FrameTooLong) == 2
+    })
+    .await;
     let (sink, stats) = srv.shutdown().await;
     assert_eq!(sink.len(), want);
     assert_eq!(stats.snapshot().connections_open, 0);
@@ -280,7 +294,9 @@ async fn truncated_and_malformed_frames_are_counted_and_the_stream_goes_on() {
     bytes.extend_from_slice(&framed(b"not a pickle at all"));
     bytes.extend_from_slice(&framed(b"")); // an empty message: EOFError in carbon
     bytes.extend_from_slice(&framed(&read_fixture("truncated.pickle")));
-    bytes.extend_from_slice(&framed(b"\x80\x02(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((.")); // too deep
+    bytes.extend_from_slice(&framed(
+        b"\x80\x02(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((.",
+    )); // too deep
     bytes.extend_from_slice(&framed(b"]r\xff\xff\xff\xff.")); // memo abuse
     bytes.extend_from_slice(&framed(b"\x80\x02X\x00\x00\x00\x7f")); // 2 GiB string, not there
     bytes.extend_from_slice(&framed(&good));

@@ -75,11 +75,11 @@ impl AggMethod {
     /// the number of finer slots the coarse slot covers (known or not); only `avg_zero`
     /// needs it. Returns `None` when `known` is empty.
     ///
-    /// Sums add left to right, as Python's `sum` does, so results are bit-identical to
-    /// whisper's.
+    /// Sums add left to right starting from zero, as Python's `sum` does (so a sum of
+    /// `-0.0`s is `0.0`), and results are bit-identical to whisper's.
     pub fn aggregate(self, known: &[f64], total_slots: usize) -> Option<f64> {
         let (&first, rest) = known.split_first()?;
-        let sum = || rest.iter().fold(first, |acc, v| acc + v);
+        let sum = || known.iter().fold(0.0, |acc, v| acc + v);
         Some(match self {
             AggMethod::Average => sum() / known.len() as f64,
             AggMethod::Sum => sum(),
@@ -164,6 +164,17 @@ mod tests {
         assert_eq!(AggMethod::AbsMin.aggregate(&v, 6), Some(1.5));
         assert_eq!(AggMethod::Median.aggregate(&v, 6), Some(2.25));
         assert_eq!(AggMethod::Average.aggregate(&[], 6), None);
+    }
+
+    #[test]
+    fn sums_start_from_zero_like_python() {
+        // Python: sum([-0.0, -0.0]) == 0.0 (the start value is the integer 0)
+        let s = AggMethod::Sum.aggregate(&[-0.0, -0.0], 2).unwrap();
+        assert!(s == 0.0 && s.is_sign_positive());
+        let a = AggMethod::Average.aggregate(&[-0.0], 6).unwrap();
+        assert!(a.is_sign_positive());
+        // max/min/last keep the value itself
+        assert!(AggMethod::Last.aggregate(&[-0.0], 1).unwrap().is_sign_negative());
     }
 
     #[test]

@@ -136,7 +136,10 @@ mod tests {
         assert_eq!(b.names.len(), 3);
         b.push("d", 30, 4.0);
         let got: Vec<_> = b.iter().map(|(n, p)| (n.to_string(), p.ts)).collect();
-        assert_eq!(got, vec![("a.b".into(), 10), ("a.b".into(), 20), ("d".into(), 30)]);
+        assert_eq!(
+            got,
+            vec![("a.b".into(), 10), ("a.b".into(), 20), ("d".into(), 30)]
+        );
         b.truncate(0);
         assert!(b.is_empty());
         assert!(b.names.is_empty());

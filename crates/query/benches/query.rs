@@ -15,8 +15,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use sumi_model::glob::PathPattern;
 use sumi_query::series::{Consolidated, Consolidation};
 use sumi_query::{
-    parse, parse_at_time, Evaluator, FetchedSeries, FindNode, Registry, RequestContext, SeriesSource, SourceError,
-    TimeRange,
+    parse, parse_at_time, Evaluator, FetchedSeries, FindNode, Registry, RequestContext,
+    SeriesSource, SourceError, TimeRange,
 };
 
 const SERIES: usize = 1_000;
@@ -42,8 +42,19 @@ impl SeriesSource for Prepared {
             .collect())
     }
 
-    fn fetch(&self, _: &[String], _: i64, _: i64, _: i64) -> Result<Vec<FetchedSeries>, SourceError> {
-        Ok(std::mem::take(&mut *self.answers.lock().map_err(|_| SourceError::Storage("poisoned".into()))?))
+    fn fetch(
+        &self,
+        _: &[String],
+        _: i64,
+        _: i64,
+        _: i64,
+    ) -> Result<Vec<FetchedSeries>, SourceError> {
+        Ok(std::mem::take(
+            &mut *self
+                .answers
+                .lock()
+                .map_err(|_| SourceError::Storage("poisoned".into()))?,
+        ))
     }
 }
 
@@ -55,7 +66,9 @@ fn answers() -> Vec<FetchedSeries> {
             start,
             end: NOW,
             step: 10,
-            values: (0..POINTS).map(|i| (i % 97 != 0).then_some((i * s) as f64 * 0.5)).collect(),
+            values: (0..POINTS)
+                .map(|i| (i % 97 != 0).then_some((i * s) as f64 * 0.5))
+                .collect(),
         })
         .collect()
 }
@@ -68,7 +81,12 @@ fn bench(c: &mut Criterion<ThreadCpu>) {
     g.bench_function("attime", |b| {
         b.iter(|| {
             black_box(parse_at_time(black_box("-7d"), chrono_tz::Tz::UTC, NOW)).ok();
-            black_box(parse_at_time(black_box("noon yesterday"), chrono_tz::America::Chicago, NOW)).ok();
+            black_box(parse_at_time(
+                black_box("noon yesterday"),
+                chrono_tz::America::Chicago,
+                NOW,
+            ))
+            .ok();
         })
     });
 

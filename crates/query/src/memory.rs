@@ -54,7 +54,14 @@ impl MemorySource {
     }
 
     /// A series with `values` at `start, start + step, …` (`None` leaves a gap).
-    pub fn add(&mut self, path: &str, step: i64, retention: i64, start: i64, values: &[Option<f64>]) {
+    pub fn add(
+        &mut self,
+        path: &str,
+        step: i64,
+        retention: i64,
+        start: i64,
+        values: &[Option<f64>],
+    ) {
         self.create(path, step, retention);
         let points = values
             .iter()
@@ -99,10 +106,18 @@ impl SeriesSource for MemorySource {
         Ok(nodes)
     }
 
-    fn fetch(&self, paths: &[String], from: i64, until: i64, now: i64) -> Result<Vec<FetchedSeries>, SourceError> {
+    fn fetch(
+        &self,
+        paths: &[String],
+        from: i64,
+        until: i64,
+        now: i64,
+    ) -> Result<Vec<FetchedSeries>, SourceError> {
         let mut out = Vec::new();
         for path in paths {
-            let Some(archive) = self.series.get(path) else { continue };
+            let Some(archive) = self.series.get(path) else {
+                continue;
+            };
             if let Some(series) = archive.fetch(path, from, until, now) {
                 out.push(series);
             }
@@ -151,14 +166,22 @@ mod tests {
     fn whisper_intervals() {
         let mut m = MemorySource::new();
         m.add("a.b", 60, 3600, 1_000_020, &[Some(1.0), None, Some(3.0)]);
-        let got = m.fetch(&["a.b".to_string()], 1_000_000, 1_000_200, 1_000_300).unwrap();
+        let got = m
+            .fetch(&["a.b".to_string()], 1_000_000, 1_000_200, 1_000_300)
+            .unwrap();
         // from 1_000_000 → first slot after it; until 1_000_200 → its slot included
         assert_eq!(got[0].start, 1_000_020);
         assert_eq!(got[0].end, 1_000_260);
         assert_eq!(got[0].values, vec![Some(1.0), None, Some(3.0), None]);
         // from after now, or until before the retention: nothing
-        assert!(m.fetch(&["a.b".to_string()], 1_000_400, 1_000_500, 1_000_300).unwrap().is_empty());
-        assert!(m.fetch(&["a.b".to_string()], 0, 10, 1_000_300).unwrap().is_empty());
+        assert!(m
+            .fetch(&["a.b".to_string()], 1_000_400, 1_000_500, 1_000_300)
+            .unwrap()
+            .is_empty());
+        assert!(m
+            .fetch(&["a.b".to_string()], 0, 10, 1_000_300)
+            .unwrap()
+            .is_empty());
         // unknown paths are left out
         assert!(m.fetch(&["x".to_string()], 0, 10, 20).unwrap().is_empty());
     }

@@ -7,8 +7,6 @@
 //! from CPython. Only ASCII digits are treated as digits here; CPython also accepts
 //! other Unicode decimal digits in `int()`, which no Graphite client sends.
 
-use std::fmt::Write as _;
-
 /// Python's `str.isspace()` for one character: Unicode white space plus the four
 /// ASCII separators `\x1c`..`\x1f`, which CPython also counts.
 pub fn is_space(c: char) -> bool {
@@ -226,7 +224,10 @@ mod tests {
         let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
         let all = format!("{int_part}{frac_part}");
         let lead = all.len() - all.trim_start_matches('0').len();
-        let digits = all.trim_start_matches('0').trim_end_matches('0').to_string();
+        let digits = all
+            .trim_start_matches('0')
+            .trim_end_matches('0')
+            .to_string();
         let decpt = int_part.len() as i32 - lead as i32 + exp.parse::<i32>().unwrap();
         let n = digits.len() as i32;
         let sign = if x.is_sign_negative() { "-" } else { "" };
@@ -234,7 +235,11 @@ mod tests {
             return format!("{sign}0.0");
         }
         if decpt <= -4 || decpt > 16 {
-            let m = if n > 1 { format!("{}.{}", &digits[..1], &digits[1..]) } else { digits.clone() };
+            let m = if n > 1 {
+                format!("{}.{}", &digits[..1], &digits[1..])
+            } else {
+                digits.clone()
+            };
             let e = decpt - 1;
             format!("{sign}{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
         } else if decpt <= 0 {
@@ -242,7 +247,11 @@ mod tests {
         } else if decpt >= n {
             format!("{sign}{digits}{}.0", "0".repeat((decpt - n) as usize))
         } else {
-            format!("{sign}{}.{}", &digits[..decpt as usize], &digits[decpt as usize..])
+            format!(
+                "{sign}{}.{}",
+                &digits[..decpt as usize],
+                &digits[decpt as usize..]
+            )
         }
     }
 
@@ -333,24 +342,32 @@ mod tests {
         assert_eq!(strip("\x1c a \u{a0}"), "a");
         assert_eq!(strip("\t\n"), "");
     }
-}
 
-/// Compares `float_repr` with CPython on a file of `bits-in-hex\trepr` lines. Run with
-/// `SUMI_REPR_DIFF=/path cargo test -p sumi-query -- --ignored repr_differential`.
-#[cfg(test)]
-#[test]
-#[ignore]
-fn repr_differential() {
-    let Ok(path) = std::env::var("SUMI_REPR_DIFF") else { return };
-    let text = std::fs::read_to_string(path).expect("readable");
-    let mut bad = Vec::new();
-    for line in text.lines() {
-        let Some((bits, want)) = line.split_once('\t') else { continue };
-        let x = f64::from_bits(u64::from_str_radix(bits, 16).expect("hex"));
-        let got = float_repr(x);
-        if got != want {
-            bad.push(format!("{bits}: got {got}, want {want}"));
+    /// Compares `float_repr` with CPython on a file of `bits-in-hex\trepr` lines. Run with
+    /// `SUMI_REPR_DIFF=/path cargo test -p sumi-query -- --ignored repr_differential`.
+    #[test]
+    #[ignore]
+    fn repr_differential() {
+        let Ok(path) = std::env::var("SUMI_REPR_DIFF") else {
+            return;
+        };
+        let text = std::fs::read_to_string(path).expect("readable");
+        let mut bad = Vec::new();
+        for line in text.lines() {
+            let Some((bits, want)) = line.split_once('\t') else {
+                continue;
+            };
+            let x = f64::from_bits(u64::from_str_radix(bits, 16).expect("hex"));
+            let got = float_repr(x);
+            if got != want {
+                bad.push(format!("{bits}: got {got}, want {want}"));
+            }
         }
+        assert!(
+            bad.is_empty(),
+            "{} differ:\n{}",
+            bad.len(),
+            bad.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        );
     }
-    assert!(bad.is_empty(), "{} differ:\n{}", bad.len(), bad.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
 }

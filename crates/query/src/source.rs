@@ -47,6 +47,11 @@ pub trait SeriesSource: Send + Sync {
     /// archive step, the slot holding `from` excluded and the one holding `until`
     /// included). A path with nothing to return (range entirely outside the retention,
     /// `from > now`, unknown path) is left out of the result.
-    fn fetch(&self, paths: &[String], from: i64, until: i64, now: i64)
-        -> Result<Vec<FetchedSeries>, SourceError>;
+    fn fetch(
+        &self,
+        paths: &[String],
+        from: i64,
+        until: i64,
+        now: i64,
+    ) -> Result<Vec<FetchedSeries>, SourceError>;
 }

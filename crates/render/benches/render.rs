@@ -27,7 +27,13 @@ fn data() -> Vec<TimeSeries> {
                 })
                 .collect();
             let start = 1_700_000_000 - 10 * POINTS as i64;
-            TimeSeries::new(format!("servers.host{s:03}.cpu.user"), start, 1_700_000_000, 10, values)
+            TimeSeries::new(
+                format!("servers.host{s:03}.cpu.user"),
+                start,
+                1_700_000_000,
+                10,
+                values,
+            )
         })
         .collect()
 }
@@ -37,13 +43,19 @@ fn bench(c: &mut Criterion<ThreadCpu>) {
     let mut g = c.benchmark_group("render");
     g.throughput(Throughput::Elements((SERIES * POINTS) as u64));
     g.sample_size(20);
-    g.bench_function("json", |b| b.iter(|| black_box(render_json(&series, &JsonOptions::default()))));
+    g.bench_function("json", |b| {
+        b.iter(|| black_box(render_json(&series, &JsonOptions::default())))
+    });
     let mdp = JsonOptions {
         max_data_points: Some(1000),
         ..JsonOptions::default()
     };
-    g.bench_function("json maxDataPoints=1000", |b| b.iter(|| black_box(render_json(&series, &mdp))));
-    g.bench_function("csv", |b| b.iter(|| black_box(render_csv(&series, chrono_tz::Tz::UTC))));
+    g.bench_function("json maxDataPoints=1000", |b| {
+        b.iter(|| black_box(render_json(&series, &mdp)))
+    });
+    g.bench_function("csv", |b| {
+        b.iter(|| black_box(render_csv(&series, chrono_tz::Tz::UTC)))
+    });
     g.bench_function("raw", |b| b.iter(|| black_box(render_raw(&series))));
     g.finish();
 }

@@ -60,7 +60,10 @@ impl JsonResponseOptions {
         let (plain, script) = if self.ensure_ascii {
             ("application/json", "text/javascript")
         } else {
-            ("application/json;charset=utf-8", "text/javascript;charset=utf-8")
+            (
+                "application/json;charset=utf-8",
+                "text/javascript;charset=utf-8",
+            )
         };
         wrap_json(body, self.jsonp.as_deref(), plain, script)
     }
@@ -108,7 +111,12 @@ pub fn completer_query(query: &str, automatic_variants: bool) -> String {
 }
 
 /// `format=treejson` for the nodes found by `query`.
-pub fn tree_json(query: &str, nodes: &[FindNode], wildcards: bool, opts: &JsonResponseOptions) -> Rendered {
+pub fn tree_json(
+    query: &str,
+    nodes: &[FindNode],
+    wildcards: bool,
+    opts: &JsonResponseOptions,
+) -> Rendered {
     let base = match query.rsplit_once('.') {
         Some((head, _)) => format!("{head}."),
         None => String::new(),
@@ -192,7 +200,11 @@ pub fn completer(nodes: &[FindNode], wildcards: bool, opts: &JsonResponseOptions
 /// `format=nodelist`: the distinct nodes at `position` of every path, sorted
 /// (`{"nodes": [...]}`). A position some path does not have is an error (graphite-web
 /// answers 500).
-pub fn node_list(nodes: &[FindNode], position: i64, opts: &JsonResponseOptions) -> Result<Rendered, RenderError> {
+pub fn node_list(
+    nodes: &[FindNode],
+    position: i64,
+    opts: &JsonResponseOptions,
+) -> Result<Rendered, RenderError> {
     let mut found = std::collections::BTreeSet::new();
     for node in nodes {
         let parts: Vec<&str> = node.path.split('.').collect();
@@ -263,7 +275,12 @@ pub fn find_json(
 /// `group_by_expr`, `{"results": [every distinct path, sorted]}`; with it,
 /// `{"results": {query: [its distinct paths, sorted]}}` in the order the queries were
 /// first given. `leaves_only` drops branches.
-pub fn expand(results: &[(String, Vec<FindNode>)], group_by_expr: bool, leaves_only: bool, opts: &JsonResponseOptions) -> Rendered {
+pub fn expand(
+    results: &[(String, Vec<FindNode>)],
+    group_by_expr: bool,
+    leaves_only: bool,
+    opts: &JsonResponseOptions,
+) -> Rendered {
     let paths = |nodes: &[FindNode]| -> std::collections::BTreeSet<String> {
         nodes
             .iter()
@@ -336,7 +353,9 @@ pub fn unquote_plus(s: &str) -> String {
                 i += 1;
             }
             b'%' => {
-                let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok());
                 match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
                     Some(b) if hex.is_some_and(|h| h.bytes().all(|c| c.is_ascii_hexdigit())) => {
                         out.push(b);

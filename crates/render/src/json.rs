@@ -86,7 +86,8 @@ impl JsonWriter {
         if had_items {
             if let Some(width) = self.indent {
                 self.buf.push('\n');
-                self.buf.extend(std::iter::repeat_n(' ', width * self.stack.len()));
+                self.buf
+                    .extend(std::iter::repeat_n(' ', width * self.stack.len()));
             }
         }
         self.buf.push(c);
@@ -149,7 +150,8 @@ impl JsonWriter {
         if x.is_nan() {
             self.buf.push_str("NaN");
         } else if x.is_infinite() {
-            self.buf.push_str(if x > 0.0 { "Infinity" } else { "-Infinity" });
+            self.buf
+                .push_str(if x > 0.0 { "Infinity" } else { "-Infinity" });
         } else {
             py::write_float_repr(&mut self.buf, x);
         }
@@ -173,7 +175,10 @@ impl JsonWriter {
         self.prefix();
         self.buf.push('[');
         match value {
-            Some(x) if x.is_infinite() => self.buf.push_str(if x > 0.0 { "1e9999" } else { "-1e9999" }),
+            Some(x) if x.is_infinite() => {
+                self.buf
+                    .push_str(if x > 0.0 { "1e9999" } else { "-1e9999" })
+            }
             Some(x) if !x.is_nan() => py::write_float_repr(&mut self.buf, x),
             _ => self.buf.push_str("null"),
         }
@@ -191,7 +196,9 @@ impl JsonWriter {
         if self.graphite_rewrite {
             let written = &self.buf[start..];
             if written.contains("NaN,") || written.contains("Infinity,") {
-                let rewritten = written.replace("NaN,", "null,").replace("Infinity,", "1e9999,");
+                let rewritten = written
+                    .replace("NaN,", "null,")
+                    .replace("Infinity,", "1e9999,");
                 self.buf.truncate(start);
                 self.buf.push_str(&rewritten);
             }
@@ -282,6 +289,9 @@ mod tests {
         w.begin_array();
         w.string("NaN, and Infinity, but not NaN or -Infinity");
         w.end_array();
-        assert_eq!(w.finish(), r#"["null, and 1e9999, but not NaN or -Infinity"]"#);
+        assert_eq!(
+            w.finish(),
+            r#"["null, and 1e9999, but not NaN or -Infinity"]"#
+        );
     }
 }

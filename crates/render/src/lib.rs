@@ -18,7 +18,10 @@ pub mod graph;
 pub mod series_json;
 pub mod text;
 
-pub use find::{completer, completer_query, expand, find_json, index_json, node_list, tree_json, JsonResponseOptions};
+pub use find::{
+    completer, completer_query, expand, find_json, index_json, node_list, tree_json,
+    JsonResponseOptions,
+};
 pub use series_json::{max_data_points_window, render_json, JsonOptions, Window};
 pub use text::{render_csv, render_raw};
 
@@ -38,7 +41,12 @@ pub enum RenderError {
 }
 
 /// The body as is, or as `jsonp(body)` under the script content type.
-fn wrap_json(body: String, jsonp: Option<&str>, plain: &'static str, script: &'static str) -> Rendered {
+fn wrap_json(
+    body: String,
+    jsonp: Option<&str>,
+    plain: &'static str,
+    script: &'static str,
+) -> Rendered {
     match jsonp {
         Some(callback) => Rendered {
             body: format!("{callback}({body})").into_bytes(),

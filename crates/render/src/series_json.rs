@@ -47,7 +47,11 @@ pub struct Window {
 /// series in the answer. Python's float division and `ceil` are reproduced, and its
 /// failures (a step of 0, a nudge past the end) become "leave the series alone" and
 /// "drop what there is".
-pub fn max_data_points_window(series: &TimeSeries, max_data_points: u64, time_range: i64) -> Window {
+pub fn max_data_points_window(
+    series: &TimeSeries,
+    max_data_points: u64,
+    time_range: i64,
+) -> Window {
     let mut w = Window {
         start: series.start,
         skip: 0,
@@ -73,10 +77,13 @@ pub fn max_data_points_window(series: &TimeSeries, max_data_points: u64, time_ra
         if seconds_per_point <= 0 {
             return w;
         }
-        let nudge = seconds_per_point + series.start.rem_euclid(step) - series.start.rem_euclid(seconds_per_point);
+        let nudge = seconds_per_point + series.start.rem_euclid(step)
+            - series.start.rem_euclid(seconds_per_point);
         w.start = series.start + nudge;
         let to_lose = (nudge as f64 / step as f64) as i64;
-        w.skip = usize::try_from(to_lose - 1).unwrap_or(0).min(series.values.len());
+        w.skip = usize::try_from(to_lose - 1)
+            .unwrap_or(0)
+            .min(series.values.len());
         w.values_per_point = usize::try_from(per_point).unwrap_or(1);
     }
     w
@@ -107,7 +114,12 @@ pub fn render_json(series: &[TimeSeries], opts: &JsonOptions) -> Rendered {
     }
     w.end_array();
     let body = w.finish();
-    crate::wrap_json(body, opts.jsonp.as_deref(), "application/json", "text/javascript")
+    crate::wrap_json(
+        body,
+        opts.jsonp.as_deref(),
+        "application/json",
+        "text/javascript",
+    )
 }
 
 fn write_series(w: &mut JsonWriter, s: &TimeSeries, window: Window, no_null_points: bool) {
@@ -120,9 +132,14 @@ fn write_series(w: &mut JsonWriter, s: &TimeSeries, window: Window, no_null_poin
     let values = s.values.get(window.skip..).unwrap_or(&[]);
     let keep = |v: &Option<f64>| !no_null_points || v.is_some_and(|x| !x.is_nan());
     if no_null_points {
-        let any = Consolidated::new(values, window.values_per_point, s.consolidation, s.x_files_factor)
-            .take(count)
-            .any(|v| keep(&v));
+        let any = Consolidated::new(
+            values,
+            window.values_per_point,
+            s.consolidation,
+            s.x_files_factor,
+        )
+        .take(count)
+        .any(|v| keep(&v));
         if !any {
             return;
         }
@@ -149,7 +166,13 @@ fn write_series(w: &mut JsonWriter, s: &TimeSeries, window: Window, no_null_poin
             ts += stride;
         }
     } else {
-        let points = Consolidated::new(values, window.values_per_point, s.consolidation, s.x_files_factor).take(count);
+        let points = Consolidated::new(
+            values,
+            window.values_per_point,
+            s.consolidation,
+            s.x_files_factor,
+        )
+        .take(count);
         let mut ts = window.start;
         for v in points {
             if keep(&v) {

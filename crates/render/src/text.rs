@@ -22,7 +22,12 @@ use crate::Rendered;
 
 /// Renders series as graphite-web's `format=csv`, times in `tz`.
 pub fn render_csv(series: &[TimeSeries], tz: Tz) -> Rendered {
-    let mut out = String::with_capacity(series.iter().map(|s| s.values.len() * (s.name.len() + 32)).sum());
+    let mut out = String::with_capacity(
+        series
+            .iter()
+            .map(|s| s.values.len() * (s.name.len() + 32))
+            .sum(),
+    );
     for s in series {
         let mut name = String::new();
         csv_field(&mut name, &s.name);
@@ -86,7 +91,12 @@ fn csv_field(out: &mut String, field: &str) {
 
 /// Renders series as graphite-web's `format=raw`.
 pub fn render_raw(series: &[TimeSeries]) -> Rendered {
-    let mut out = String::with_capacity(series.iter().map(|s| s.values.len() * 12 + s.name.len() + 40).sum());
+    let mut out = String::with_capacity(
+        series
+            .iter()
+            .map(|s| s.values.len() * 12 + s.name.len() + 40)
+            .sum(),
+    );
     for s in series {
         out.push_str(&s.name);
         let _ = write!(out, ",{},{},{}|", s.start, s.end, s.step);

@@ -41,6 +41,14 @@ fn cpu_secs() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+fn thread_cpu_secs() -> f64 {
+    // SAFETY: getrusage fills the struct we pass; nothing else is touched.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 const METRICS: [&str; 10] = [
     "cpu.user",
     "cpu.system",
@@ -149,6 +157,21 @@ fn main() {
         println!("  {l}");
     }
 
+    if let Ok(pat) = std::env::var("FIND_LOOP") {
+        // for profiling: find the pattern over and over
+        let p = PathPattern::parse(&pat);
+        let t = Instant::now();
+        let c = thread_cpu_secs();
+        for _ in 0..100 {
+            std::hint::black_box(store.find(&p));
+        }
+        println!(
+            "find {pat:?} x 100: {:?} wall, {:.2} ms CPU each",
+            t.elapsed() / 100,
+            (thread_cpu_secs() - c) * 10.0
+        );
+        return;
+    }
     // one series over a day at 10 s: 8640 points, in parts
     let day_series = &names[..1000.min(series)];
     let day: Vec<(i64, usize)> = (0..8640)
@@ -165,6 +188,7 @@ fn main() {
     }
     store.run_maintenance().unwrap();
     let mut times = Vec::new();
+    let c = thread_cpu_secs();
     for i in 0..200 {
         let t = Instant::now();
         let f = store
@@ -175,8 +199,9 @@ fn main() {
         assert!(f.values.iter().flatten().count() >= 8630);
     }
     println!(
-        "fetch 1 series x 24 h at 10 s (8640 points, in parts): median {:?}",
-        median(times)
+        "fetch 1 series x 24 h at 10 s (8640 points, in parts): median {:?}, mean CPU {:.1} us",
+        median(times),
+        (thread_cpu_secs() - c) * 1e6 / 200.0
     );
     let paths: Vec<&str> = day_series.iter().map(String::as_str).collect();
     let mut times = Vec::new();
@@ -228,15 +253,19 @@ fn main() {
     ] {
         let p = PathPattern::parse(pat);
         let mut times = Vec::new();
+        let mut cpu = Vec::new();
         let mut n = 0;
         for _ in 0..7 {
             let t = Instant::now();
+            let c = thread_cpu_secs();
             n = store.find(&p).len();
             times.push(t.elapsed());
+            cpu.push(Duration::from_secs_f64(thread_cpu_secs() - c));
         }
         println!(
-            "find {pat:?} over {series} series: {n} nodes, median {:?}",
-            median(times)
+            "find {pat:?} over {series} series: {n} nodes, median {:?} ({:?} CPU)",
+            median(times),
+            median(cpu)
         );
     }
     // a day later: every level-0 partition is closed, rolled up into level 1, dropped

@@ -129,7 +129,8 @@ impl Inner {
         if batch.is_empty() {
             return Ok(out);
         }
-        let held = (self.head_rows.load(Ordering::Relaxed) + self.frozen_rows.load(Ordering::Relaxed))
+        let held = (self.head_rows.load(Ordering::Relaxed)
+            + self.frozen_rows.load(Ordering::Relaxed))
             * std::mem::size_of::<crate::head::Row>();
         if held > self.opts.flush_bytes.saturating_mul(4) {
             self.wake.notify_all();

@@ -131,7 +131,8 @@ fn roll_level(inner: &Inner, class: &ClassInfo, k: usize) -> Result<(), StoreErr
         });
         ed.next_order += 1;
     }
-    let lr = ap.roll.get_mut(class.id, k);
+    let mut roll = ap.roll.clone();
+    let lr = roll.get_mut(class.id, k);
     if plan.target > plan.from {
         lr.installed = lr.installed.max(plan.target);
     }
@@ -140,10 +141,12 @@ fn roll_level(inner: &Inner, class: &ClassInfo, k: usize) -> Result<(), StoreErr
             lr.dirty.remove(d);
         }
     }
-    *inner.roll_view.write() = Arc::new(ap.roll.clone());
-    drop(ap);
-    inner.write_manifest(&ed, &v)?;
+    // durable first; then the parts, then the roll state that sends readers to them
+    inner.write_manifest_with(&ed, &v, &roll)?;
     inner.publish(v);
+    *inner.roll_view.write() = Arc::new(roll.clone());
+    ap.roll = roll;
+    drop(ap);
     drop(ed);
     inner
         .metrics

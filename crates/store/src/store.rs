@@ -537,13 +537,24 @@ impl Inner {
         g
     }
 
-    /// Writes the manifest for `version` (the caller holds the edit lock).
+    /// Writes the manifest for `version` and the published roll state (the caller
+    /// holds the edit lock).
     pub(crate) fn write_manifest(
         &self,
         ed: &EditState,
         version: &Version,
     ) -> Result<(), StoreError> {
         let roll = self.roll_view.read().clone();
+        self.write_manifest_with(ed, version, &roll)
+    }
+
+    /// Writes the manifest for `version` and `roll` (the caller holds the edit lock).
+    pub(crate) fn write_manifest_with(
+        &self,
+        ed: &EditState,
+        version: &Version,
+        roll: &RollState,
+    ) -> Result<(), StoreError> {
         let m = Manifest {
             checkpoint: ed.checkpoint,
             next_file_id: self.next_file_id.load(Ordering::Relaxed),
@@ -559,7 +570,7 @@ impl Inner {
                     partition: r.part.header.partition,
                 })
                 .collect(),
-            rolls: (*roll).clone(),
+            rolls: roll.clone(),
         };
         m.store(&self.dir)
     }

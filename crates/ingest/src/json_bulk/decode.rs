@@ -14,8 +14,11 @@ use super::{BulkError, BulkLimits};
 /// A body encoding this API takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
+    /// No header, an empty one, or `identity`.
     Identity,
+    /// `gzip` or `x-gzip`.
     Gzip,
+    /// `deflate`: zlib, or raw deflate.
     Deflate,
 }
 

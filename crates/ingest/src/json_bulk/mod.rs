@@ -214,8 +214,11 @@ struct Fields<'a> {
     host: Option<Cow<'a, str>>,
     time: Option<f64>,
     value: Option<f64>,
-    tags: Option<Vec<(Cow<'a, str>, Cow<'a, str>)>>,
+    tags: Option<Tags<'a>>,
 }
+
+/// `tags` as read: (tag, value), borrowed from the body unless escaped.
+type Tags<'a> = Vec<(Cow<'a, str>, Cow<'a, str>)>;
 
 /// An element's failure: its own problem, or a syntax error inside it.
 enum Fail {
@@ -354,7 +357,7 @@ impl<'a> Parser<'a, '_> {
         Ok(self.s.number()?)
     }
 
-    fn tags(&mut self) -> Result<Vec<(Cow<'a, str>, Cow<'a, str>)>, Fail> {
+    fn tags(&mut self) -> Result<Tags<'a>, Fail> {
         if self.s.peek() != Some(b'{') {
             return Err(wrong("tags", "an object", self.s.kind()));
         }

@@ -25,7 +25,11 @@ pub(super) struct Scanner<'a> {
 impl<'a> Scanner<'a> {
     pub(super) fn new(buf: &'a [u8]) -> Scanner<'a> {
         // A UTF-8 byte order mark is not JSON, but some writers add one.
-        let pos = if buf.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+        let pos = if buf.starts_with(b"\xEF\xBB\xBF") {
+            3
+        } else {
+            0
+        };
         Scanner { buf, pos }
     }
 
@@ -252,7 +256,11 @@ impl<'a> Scanner<'a> {
             for &d in self.buf.get(int_start..int_end).unwrap_or_default() {
                 v = v * 10 + i64::from(d - b'0');
             }
-            return Ok(if int_start > start { -(v as f64) } else { v as f64 });
+            return Ok(if int_start > start {
+                -(v as f64)
+            } else {
+                v as f64
+            });
         }
         // The JSON grammar is a subset of Rust's, which rounds correctly.
         std::str::from_utf8(text)
@@ -351,10 +359,15 @@ mod tests {
         assert_eq!(num("1700000000"), Ok(1.7e9));
         assert_eq!(num("-12.5e-1"), Ok(-1.25));
         assert_eq!(num("1E2"), Ok(100.0));
-        assert_eq!(num("123456789012345678901234567890"), Ok(1.2345678901234568e29));
+        assert_eq!(
+            num("123456789012345678901234567890"),
+            Ok(1.2345678901234568e29)
+        );
         assert_eq!(num("0.1"), Ok(0.1));
         assert_eq!(num("1e999"), Ok(f64::INFINITY));
-        for bad in ["", "-", "+1", ".5", "1.", "1e", "1e+", "NaN", "Infinity", "--1"] {
+        for bad in [
+            "", "-", "+1", ".5", "1.", "1e", "1e+", "NaN", "Infinity", "--1",
+        ] {
             assert!(num(bad).is_err(), "{bad}");
         }
         // a leading zero ends the number: what follows is the caller's problem
@@ -366,7 +379,10 @@ mod tests {
     #[test]
     fn strings_borrow_unless_escaped() {
         assert!(matches!(string(r#""a.b""#), Ok(Cow::Borrowed("a.b"))));
-        assert_eq!(string(r#""caf\u00e9 \"q\" \\ \/ \n""#).unwrap(), "caf\u{e9} \"q\" \\ / \n");
+        assert_eq!(
+            string(r#""caf\u00e9 \"q\" \\ \/ \n""#).unwrap(),
+            "caf\u{e9} \"q\" \\ / \n"
+        );
         assert_eq!(string(r#""\ud83d\ude00""#).unwrap(), "\u{1F600}");
         assert_eq!(string("\"\u{6e29}\"").unwrap(), "\u{6e29}");
         for bad in [

@@ -1,3 +1,6 @@
+//! The JSON bulk parser on Mackerel-shaped bodies: points, tags, every refusal and its
+//! message, compression and limits, and a round-trip property for numbers.
+
 use std::io::Write;
 
 use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
@@ -83,7 +86,13 @@ fn renamed_names_are_counted() {
         &BulkLimits::default(),
     )
     .unwrap();
-    assert_eq!(out, BulkOutcome { points: 2, renamed: 1 });
+    assert_eq!(
+        out,
+        BulkOutcome {
+            points: 2,
+            renamed: 1
+        }
+    );
     let mut counts = LocalCounts::default();
     out.count_into(&mut counts);
     assert_eq!((counts.received, counts.renamed), (2, 1));
@@ -102,24 +111,75 @@ fn errors_name_the_element_and_the_problem() {
             "element 0 has no \"value\"",
         ),
         (r#"[{"time": 1, "value": 1}]"#, "element 0 has no \"name\""),
-        (r#"[{"name": "a", "value": 1}]"#, "element 0 has no \"time\""),
-        (r#"[{"name": "a", "time": null, "value": 1}]"#, "element 0 \"time\" is null, expected a number"),
-        (r#"[{"name": 5, "time": 1, "value": 1}]"#, "element 0 \"name\" is a number, expected a string"),
+        (
+            r#"[{"name": "a", "value": 1}]"#,
+            "element 0 has no \"time\"",
+        ),
+        (
+            r#"[{"name": "a", "time": null, "value": 1}]"#,
+            "element 0 \"time\" is null, expected a number",
+        ),
+        (
+            r#"[{"name": 5, "time": 1, "value": 1}]"#,
+            "element 0 \"name\" is a number, expected a string",
+        ),
         (r#"[1]"#, "element 0 is a number, expected an object"),
-        (r#"[{"name": "a", "name": "b", "time": 1, "value": 1}]"#, "element 0 has \"name\" twice"),
-        (r#"[{"name": "", "time": 1, "value": 1}]"#, "element 0 name: empty metric name"),
-        (r#"[{"name": "a\u0001", "time": 1, "value": 1}]"#, "element 0 name: metric name contains control character 0x01"),
-        (r#"[{"name": "a", "time": 1e300, "value": 1}]"#, "element 0 \"time\" 1e300 does not fit in 64-bit seconds"),
-        (r#"[{"name": "a", "hostId": "", "time": 1, "value": 1}]"#, "element 0 \"hostId\" \"\" is not a path node (empty or holding ';')"),
-        (r#"[{"name": "a", "hostId": "h;x=y", "time": 1, "value": 1}]"#, "element 0 \"hostId\" \"h;x=y\" is not a path node (empty or holding ';')"),
-        (r#"[{"name": "a", "time": 1, "value": 1, "tags": {"name": "x"}}]"#, "element 0 tag \"name\" is reserved for the metric name"),
-        (r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k": "~v"}}]"#, "element 0 tags: value of tag \"k\" may not start with '~'"),
-        (r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k": "a;b"}}]"#, "element 0 tags: character ';' is not allowed in value \"a;b\" of tag \"k\""),
-        (r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k!": "v"}}]"#, "element 0 tags: character '!' is not allowed in tag \"k!\""),
-        (r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k": ""}}]"#, "element 0 tags: value for tag \"k\" may not be empty"),
-        (r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k": 1}}]"#, "element 0 \"tags\" is a number, expected an object of strings"),
-        (r#"[{"name": "a", "time": 1, "value": 1, "tags": ["k"]}]"#, "element 0 \"tags\" is an array, expected an object"),
-        (r#"[{"name": "a;k", "time": 1, "value": 1}]"#, "element 0 tags: invalid tag segment \"k\" (expected tag=value)"),
+        (
+            r#"[{"name": "a", "name": "b", "time": 1, "value": 1}]"#,
+            "element 0 has \"name\" twice",
+        ),
+        (
+            r#"[{"name": "", "time": 1, "value": 1}]"#,
+            "element 0 name: empty metric name",
+        ),
+        (
+            r#"[{"name": "a\u0001", "time": 1, "value": 1}]"#,
+            "element 0 name: metric name contains control character 0x01",
+        ),
+        (
+            r#"[{"name": "a", "time": 1e300, "value": 1}]"#,
+            "element 0 \"time\" 1e300 does not fit in 64-bit seconds",
+        ),
+        (
+            r#"[{"name": "a", "hostId": "", "time": 1, "value": 1}]"#,
+            "element 0 \"hostId\" \"\" is not a path node (empty or holding ';')",
+        ),
+        (
+            r#"[{"name": "a", "hostId": "h;x=y", "time": 1, "value": 1}]"#,
+            "element 0 \"hostId\" \"h;x=y\" is not a path node (empty or holding ';')",
+        ),
+        (
+            r#"[{"name": "a", "time": 1, "value": 1, "tags": {"name": "x"}}]"#,
+            "element 0 tag \"name\" is reserved for the metric name",
+        ),
+        (
+            r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k": "~v"}}]"#,
+            "element 0 tags: value of tag \"k\" may not start with '~'",
+        ),
+        (
+            r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k": "a;b"}}]"#,
+            "element 0 tags: character ';' is not allowed in value \"a;b\" of tag \"k\"",
+        ),
+        (
+            r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k!": "v"}}]"#,
+            "element 0 tags: character '!' is not allowed in tag \"k!\"",
+        ),
+        (
+            r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k": ""}}]"#,
+            "element 0 tags: value for tag \"k\" may not be empty",
+        ),
+        (
+            r#"[{"name": "a", "time": 1, "value": 1, "tags": {"k": 1}}]"#,
+            "element 0 \"tags\" is a number, expected an object of strings",
+        ),
+        (
+            r#"[{"name": "a", "time": 1, "value": 1, "tags": ["k"]}]"#,
+            "element 0 \"tags\" is an array, expected an object",
+        ),
+        (
+            r#"[{"name": "a;k", "time": 1, "value": 1}]"#,
+            "element 0 tags: invalid tag segment \"k\" (expected tag=value)",
+        ),
     ];
     for (body, want) in cases {
         assert_eq!(message(body), want, "{body}");
@@ -136,7 +196,10 @@ fn syntax_errors_say_where() {
         message(r#"{"name": "a", "time": 1, "value": 1}"#),
         "invalid JSON at line 1 column 1: the body must be a JSON array of {\"name\", \"time\", \"value\"}"
     );
-    assert_eq!(message("[] x"), "invalid JSON at line 1 column 4: text after the array");
+    assert_eq!(
+        message("[] x"),
+        "invalid JSON at line 1 column 4: text after the array"
+    );
     assert_eq!(
         message(r#"[{"name": "a", "time": 1, "value": 1} {"#),
         "invalid JSON at line 1 column 39: expected ',' or ']' after an element"
@@ -193,16 +256,34 @@ fn compressed_bodies() {
     assert_eq!(parse_enc(&two, Some("gzip")).unwrap().len(), 2);
     let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
     z.write_all(body).unwrap();
-    assert_eq!(parse_enc(&z.finish().unwrap(), Some("deflate")).unwrap(), want);
+    assert_eq!(
+        parse_enc(&z.finish().unwrap(), Some("deflate")).unwrap(),
+        want
+    );
     let mut d = DeflateEncoder::new(Vec::new(), Compression::default());
     d.write_all(body).unwrap();
-    assert_eq!(parse_enc(&d.finish().unwrap(), Some("deflate")).unwrap(), want);
+    assert_eq!(
+        parse_enc(&d.finish().unwrap(), Some("deflate")).unwrap(),
+        want
+    );
     assert_eq!(parse_enc(body, Some("identity")).unwrap(), want);
 
     let err = parse_enc(body, Some("gzip")).unwrap_err();
-    assert!(matches!(err, BulkError::Decompress { encoding: "gzip", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            BulkError::Decompress {
+                encoding: "gzip",
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(err.status(), 400);
-    assert!(matches!(parse_enc(&gz[..gz.len() - 5], Some("gzip")), Err(BulkError::Decompress { .. })));
+    assert!(matches!(
+        parse_enc(&gz[..gz.len() - 5], Some("gzip")),
+        Err(BulkError::Decompress { .. })
+    ));
     let err = parse_enc(body, Some("br")).unwrap_err();
     assert_eq!(err, BulkError::UnsupportedEncoding("br".into()));
     assert_eq!(err.status(), 415);
@@ -224,14 +305,28 @@ fn size_limits() {
     assert_eq!(err.status(), 413);
     let big = vec![b' '; 10_001];
     let err = parse_json_bulk(&big, None, NOW, &mut batch, &limits).unwrap_err();
-    assert_eq!(err, BulkError::BodyTooLarge { len: 10_001, limit: 10_000 });
+    assert_eq!(
+        err,
+        BulkError::BodyTooLarge {
+            len: 10_001,
+            limit: 10_000
+        }
+    );
     let four = br#"[{"name":"a","time":1,"value":1},{"name":"a","time":1,"value":1},{"name":"a","time":1,"value":1},{"name":"a","time":1,"value":1}]"#;
     let err = parse_json_bulk(four, None, NOW, &mut batch, &limits).unwrap_err();
     assert_eq!(err, BulkError::TooManyElements { limit: 3 });
     assert!(batch.is_empty());
     assert!(parse_json_bulk(&four[..four.len() - 34], None, NOW, &mut batch, &limits).is_err());
     assert_eq!(
-        parse_json_bulk(b"[{\"name\":\"a\",\"time\":1,\"value\":1}]", None, NOW, &mut batch, &limits).unwrap().points,
+        parse_json_bulk(
+            b"[{\"name\":\"a\",\"time\":1,\"value\":1}]",
+            None,
+            NOW,
+            &mut batch,
+            &limits
+        )
+        .unwrap()
+        .points,
         1
     );
 }
@@ -239,7 +334,10 @@ fn size_limits() {
 #[test]
 fn escaped_strings() {
     let body = r#"[{"name": "caf\u00e9.\u6e29\ud83d\ude00.a\/b", "hostId": "h\u0031", "time": 1, "value": 1}]"#;
-    assert_eq!(parse(body).unwrap(), vec![p("h1.caf\u{e9}.\u{6e29}\u{1F600}.a/b", 1, 1.0)]);
+    assert_eq!(
+        parse(body).unwrap(),
+        vec![p("h1.caf\u{e9}.\u{6e29}\u{1F600}.a/b", 1, 1.0)]
+    );
 }
 
 proptest! {

@@ -79,7 +79,9 @@ impl Batcher {
     pub(super) fn refuse(&mut self, reason: Reason, sample: &[u8], detail: &dyn std::fmt::Display) {
         self.counts.received += 1;
         self.counts.reject(reason);
-        self.ctx.stats.log_rejection(reason, self.peer, sample, detail);
+        self.ctx
+            .stats
+            .log_rejection(reason, self.peer, sample, detail);
     }
 
     pub(super) fn is_full(&self) -> bool {

@@ -26,10 +26,16 @@ use crate::stats::Reason;
 pub enum ElementError {
     /// The element is not a 2-item list or tuple.
     #[error("element is {}, not a (name, (timestamp, value)) pair", describe(kind, *len))]
-    NotAPair { kind: &'static str, len: Option<usize> },
+    NotAPair {
+        kind: &'static str,
+        len: Option<usize>,
+    },
     /// Its second item is not a 2-item list or tuple.
     #[error("point is {}, not a (timestamp, value) pair", describe(kind, *len))]
-    PointNotAPair { kind: &'static str, len: Option<usize> },
+    PointNotAPair {
+        kind: &'static str,
+        len: Option<usize>,
+    },
     /// The name is not a `str` or `bytes`.
     #[error("metric name is {0}, not a string")]
     NameType(&'static str),
@@ -86,20 +92,23 @@ impl Unpickler {
         index: usize,
         now: i64,
     ) -> Result<ParsedLine<'s>, ElementError> {
-        let element = self
-            .elements()
-            .get(index)
-            .ok_or(ElementError::NotAPair {
-                kind: "missing",
-                len: None,
-            })?;
-        let [name, point] = self.pair(element).map_err(|(kind, len)| ElementError::NotAPair { kind, len })?;
+        let element = self.elements().get(index).ok_or(ElementError::NotAPair {
+            kind: "missing",
+            len: None,
+        })?;
+        let [name, point] = self
+            .pair(element)
+            .map_err(|(kind, len)| ElementError::NotAPair { kind, len })?;
         let [ts, value] = self
             .pair(&point)
             .map_err(|(kind, len)| ElementError::PointNotAPair { kind, len })?;
         // carbon converts the timestamp first, then the value.
-        let ts = self.float(msg, &ts).map_err(ElementError::InvalidTimestamp)?;
-        let value = self.float(msg, &value).map_err(ElementError::InvalidValue)?;
+        let ts = self
+            .float(msg, &ts)
+            .map_err(ElementError::InvalidTimestamp)?;
+        let value = self
+            .float(msg, &value)
+            .map_err(ElementError::InvalidValue)?;
         if value.is_nan() {
             return Err(ElementError::NanValue);
         }

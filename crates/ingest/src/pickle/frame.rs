@@ -57,7 +57,11 @@ impl FrameReader {
         if self.end - self.start < PREFIX {
             return None;
         }
-        let prefix: [u8; PREFIX] = self.buf.get(self.start..self.start + PREFIX)?.try_into().ok()?;
+        let prefix: [u8; PREFIX] = self
+            .buf
+            .get(self.start..self.start + PREFIX)?
+            .try_into()
+            .ok()?;
         Some(u64::from(u32::from_be_bytes(prefix)))
     }
 

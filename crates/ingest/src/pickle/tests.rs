@@ -16,13 +16,9 @@ fn decode(msg: &[u8]) -> Result<Vec<Got>, PickleError> {
     decode_with(&mut u, msg)
 }
 
-fn decode_with(
-    u: &mut Unpickler,
-    msg: &[u8],
-) -> Result<Vec<Got>, PickleError> {
+fn decode_with(u: &mut Unpickler, msg: &[u8]) -> Result<Vec<Got>, PickleError> {
     u.load(msg)?;
-    Ok(u
-        .points(msg, NOW)
+    Ok(u.points(msg, NOW)
         .map(|r| {
             r.map(|p: ParsedLine<'_>| (p.name.into_owned(), p.ts, p.value))
                 .map_err(|e| e.rejection())
@@ -103,7 +99,11 @@ fn brubeck_style_protocol_1_without_proto() {
         a = a.op(b"(U").op(&[name.len() as u8]).op(name.as_bytes());
         a = a.op(&[b'q', idx]);
         idx = idx.wrapping_add(1);
-        a = a.op(b"(").int(1_700_000_000 + i as i32).float(f64::from(i) / 4.0).op(b"t");
+        a = a
+            .op(b"(")
+            .int(1_700_000_000 + i as i32)
+            .float(f64::from(i) / 4.0)
+            .op(b"t");
         a = a.op(&[b'q', idx]);
         idx = idx.wrapping_add(1);
         a = a.op(b"t").op(&[b'q', idx]);
@@ -135,15 +135,39 @@ fn carbon_rules_per_element() {
         .point("", 100, 4.0)
         .point("ctl\x01", 100, 5.0)
         // a float -1.5 timestamp truncates to -1: now, as carbon's int() == -1
-        .str("neg").float(-1.5).float(6.0).op(b"\x86\x86")
+        .str("neg")
+        .float(-1.5)
+        .float(6.0)
+        .op(b"\x86\x86")
         // string numbers go through float()
-        .str("strs").str(" 1_7e2 ").str("\u{0661}.5").op(b"\x86\x86")
-        .str("badstr").int(1).str("x1").op(b"\x86\x86")
-        .str("none").op(b"N").float(1.0).op(b"\x86\x86")
-        .str("inf.ts").float(f64::INFINITY).float(1.0).op(b"\x86\x86")
-        .str("big.ts").float(1e30).float(1.0).op(b"\x86\x86")
-        .str("triple").int(1).float(1.0).op(b"K\x01\x87\x86")
-        .int(5).int(1).float(2.0).op(b"\x86\x86") // name is an int
+        .str("strs")
+        .str(" 1_7e2 ")
+        .str("\u{0661}.5")
+        .op(b"\x86\x86")
+        .str("badstr")
+        .int(1)
+        .str("x1")
+        .op(b"\x86\x86")
+        .str("none")
+        .op(b"N")
+        .float(1.0)
+        .op(b"\x86\x86")
+        .str("inf.ts")
+        .float(f64::INFINITY)
+        .float(1.0)
+        .op(b"\x86\x86")
+        .str("big.ts")
+        .float(1e30)
+        .float(1.0)
+        .op(b"\x86\x86")
+        .str("triple")
+        .int(1)
+        .float(1.0)
+        .op(b"K\x01\x87\x86")
+        .int(5)
+        .int(1)
+        .float(2.0)
+        .op(b"\x86\x86") // name is an int
         .op(b"N") // not a pair at all
         .op(b"e.")
         .0;
@@ -212,14 +236,18 @@ fn python2_protocol_0_strings() {
     // What Python 2's pickle.dumps([('caf\xc3\xa9.x', (1, 2L)), (u'\u20ac', (3, 4))], 0)
     // writes; CPython 3.11 loads it (encoding='utf-8', as carbon) to
     // [('café.x', (1, 2)), ('€', (3, 4))].
-    let msg = b"(lp0\n(S'caf\\xc3\\xa9.x'\np1\n(I1\nL2L\ntp2\ntp3\na(V\\u20ac\np4\n(I3\nI4\ntp5\ntp6\na.";
+    let msg =
+        b"(lp0\n(S'caf\\xc3\\xa9.x'\np1\n(I1\nL2L\ntp2\ntp3\na(V\\u20ac\np4\n(I3\nI4\ntp5\ntp6\na.";
     assert_eq!(
         decode(msg).unwrap(),
         vec![ok("caf\u{e9}.x", 1, 2.0), ok("\u{20ac}", 3, 4.0)]
     );
     // Python 2 protocol 2 str names are SHORT_BINSTRING / BINSTRING
     let msg = b"\x80\x02]q\x00(U\x03a.bq\x01K\x01K\x02\x86q\x02\x86q\x03T\x01\x00\x00\x00cK\x03G@\x10\x00\x00\x00\x00\x00\x00\x86\x86e.";
-    assert_eq!(decode(msg).unwrap(), vec![ok("a.b", 1, 2.0), ok("c", 3, 4.0)]);
+    assert_eq!(
+        decode(msg).unwrap(),
+        vec![ok("a.b", 1, 2.0), ok("c", 3, 4.0)]
+    );
 }
 
 #[test]
@@ -242,7 +270,10 @@ fn memo_is_shared_like_python() {
         Err(PickleError::MemoMissing { index: 2, .. })
     ));
     let msg = b"\x80\x04]\x94(\x8c\x01a\x94q\x05K\x01K\x02\x86\x94\x86\x94h\x04e.";
-    assert_eq!(decode_with(&mut u, msg).unwrap(), vec![ok("a", 1, 2.0), ok("a", 1, 2.0)]);
+    assert_eq!(
+        decode_with(&mut u, msg).unwrap(),
+        vec![ok("a", 1, 2.0), ok("a", 1, 2.0)]
+    );
 }
 
 #[test]
@@ -306,7 +337,13 @@ fn dicts_and_sets_are_data_that_refuses_its_element() {
     );
     // a dict at the top, items onto the wrong container, odd dict items
     assert_eq!(decode(b"}."), Err(PickleError::NotAList("a dict")));
-    for msg in [&b"]NNs."[..], b"}(N\x90.", b"(N\x8f(N\x90d.", b"(Nd.", b"}(Nu."] {
+    for msg in [
+        &b"]NNs."[..],
+        b"}(N\x90.",
+        b"(N\x8f(N\x90d.",
+        b"(Nd.",
+        b"}(Nu.",
+    ] {
         assert!(decode(msg).is_err(), "{msg:?}");
     }
 }
@@ -317,33 +354,33 @@ fn malformed_and_truncated_messages() {
         b"",
         b"]",
         b"](",
-        b"\x80\x02]q\x00(X\x03\x00\x00\x00a.", // string cut
-        b"\x80\x02X\xff\xff\xff\x00", // 16 MiB string announced, not there
-        b"\x80\x06].",                 // protocol 6
+        b"\x80\x02]q\x00(X\x03\x00\x00\x00a.",     // string cut
+        b"\x80\x02X\xff\xff\xff\x00",              // 16 MiB string announced, not there
+        b"\x80\x06].",                             // protocol 6
         b"\x95\xff\x00\x00\x00\x00\x00\x00\x00].", // frame longer than the message
         b"Iabc\n.",
-        b"I1",                          // no newline
+        b"I1", // no newline
         b"F1.5e\n.",
-        b"F1e400\n.",                   // overflows: CPython refuses too
-        b"Sabc\n.",                     // unquoted
-        b"S'abc\"\n.",                  // mismatched quotes
+        b"F1e400\n.",  // overflows: CPython refuses too
+        b"Sabc\n.",    // unquoted
+        b"S'abc\"\n.", // mismatched quotes
         b"S'\\x4'\n.",
         b"V\\u12\n.",
-        b"\x8a\x05\x01.",               // LONG1 cut
-        b"\x8b\xff\xff\xff\xff.",       // LONG4 negative length
-        b"T\xff\xff\xff\xff.",          // BINSTRING negative length
-        b"t.",                          // TUPLE without MARK
-        b"e.",                          // APPENDS without MARK
-        b"\x86.",                       // TUPLE2 on an empty stack
-        b"(N\x86.",                     // TUPLE2 may not reach below the MARK
-        b"].1",                         // no STOP value... well: `]` then STOP is fine; see below
-        b".",                           // STOP on an empty stack
-        b"Na.",                         // APPEND with nothing to append to
-        b")Na.",                        // APPEND onto a tuple
-        b"K\x01.",                      // an int, not a list
-        b"h\x00.",                      // memo never set
+        b"\x8a\x05\x01.",         // LONG1 cut
+        b"\x8b\xff\xff\xff\xff.", // LONG4 negative length
+        b"T\xff\xff\xff\xff.",    // BINSTRING negative length
+        b"t.",                    // TUPLE without MARK
+        b"e.",                    // APPENDS without MARK
+        b"\x86.",                 // TUPLE2 on an empty stack
+        b"(N\x86.",               // TUPLE2 may not reach below the MARK
+        b"].1",                   // no STOP value... well: `]` then STOP is fine; see below
+        b".",                     // STOP on an empty stack
+        b"Na.",                   // APPEND with nothing to append to
+        b")Na.",                  // APPEND onto a tuple
+        b"K\x01.",                // an int, not a list
+        b"h\x00.",                // memo never set
         b"g12\n.",
-        b"\xff.",                       // unknown opcode
+        b"\xff.", // unknown opcode
         b"\x00.",
     ];
     for msg in cases {
@@ -356,9 +393,18 @@ fn malformed_and_truncated_messages() {
     }
     assert!(matches!(
         decode(b")Na."),
-        Err(PickleError::NotAppendable { target: "a tuple", .. })
+        Err(PickleError::NotAppendable {
+            target: "a tuple",
+            ..
+        })
     ));
-    assert_eq!(decode(b"\xff."), Err(PickleError::UnknownOpcode { opcode: 0xff, offset: 0 }));
+    assert_eq!(
+        decode(b"\xff."),
+        Err(PickleError::UnknownOpcode {
+            opcode: 0xff,
+            offset: 0
+        })
+    );
     assert_eq!(decode(b"K\x01."), Err(PickleError::NotAList("an int")));
 }
 
@@ -373,19 +419,37 @@ fn limits_hold() {
     let mut u = Unpickler::new(limits.clone());
     // deep nesting of marks
     let deep = [b"(".repeat(100), b".".to_vec()].concat();
-    assert!(matches!(u.load(&deep), Err(PickleError::TooDeep { limit: 8, .. })));
+    assert!(matches!(
+        u.load(&deep),
+        Err(PickleError::TooDeep { limit: 8, .. })
+    ));
     // deep nesting of tuples without marks is fine: nothing recurses
-    let nested = [b"]".to_vec(), b"N".to_vec(), b"\x85".repeat(900), b".".to_vec()].concat();
+    let nested = [
+        b"]".to_vec(),
+        b"N".to_vec(),
+        b"\x85".repeat(900),
+        b".".to_vec(),
+    ]
+    .concat();
     assert_eq!(u.load(&nested), Ok(1));
     // too many values
     let many = [b"]".to_vec(), b"N".repeat(2000), b".".to_vec()].concat();
-    assert!(matches!(u.load(&many), Err(PickleError::TooManyValues { limit: 1000, .. })));
+    assert!(matches!(
+        u.load(&many),
+        Err(PickleError::TooManyValues { limit: 1000, .. })
+    ));
     // memo abuse: a huge index is refused before any table is sized for it
     assert!(matches!(
         u.load(b"]r\xff\xff\xff\xff."),
-        Err(PickleError::MemoLimit { index: 4_294_967_295, .. })
+        Err(PickleError::MemoLimit {
+            index: 4_294_967_295,
+            ..
+        })
     ));
-    assert!(matches!(u.load(b"]p99999999999\n."), Err(PickleError::MemoLimit { .. })));
+    assert!(matches!(
+        u.load(b"]p99999999999\n."),
+        Err(PickleError::MemoLimit { .. })
+    ));
     // the billion laughs: each level appends the previous list twice; values are
     // references, so this costs a few hundred values, not 2^n copies
     let mut laughs = b"]q\x00".to_vec();
@@ -396,8 +460,21 @@ fn limits_hold() {
     let mut big = Unpickler::new(PickleLimits::default());
     assert_eq!(big.load(&laughs), Ok(2));
     // a string over the limit
-    let long = [b"X".to_vec(), 65u32.to_le_bytes().to_vec(), vec![b'a'; 65], b".".to_vec()].concat();
-    assert!(matches!(u.load(&long), Err(PickleError::TooLong { len: 65, limit: 64, .. })));
+    let long = [
+        b"X".to_vec(),
+        65u32.to_le_bytes().to_vec(),
+        vec![b'a'; 65],
+        b".".to_vec(),
+    ]
+    .concat();
+    assert!(matches!(
+        u.load(&long),
+        Err(PickleError::TooLong {
+            len: 65,
+            limit: 64,
+            ..
+        })
+    ));
     let line = [b"V".to_vec(), vec![b'a'; 100], b"\n.".to_vec()].concat();
     assert!(matches!(u.load(&line), Err(PickleError::TooLong { .. })));
     // and the unpickler still works after all that
@@ -459,7 +536,10 @@ fn element_errors_say_what_is_wrong() {
         .0;
     let mut u = Unpickler::new(PickleLimits::default());
     u.load(&msg).unwrap();
-    let errs: Vec<String> = u.points(&msg, NOW).map(|r| r.unwrap_err().to_string()).collect();
+    let errs: Vec<String> = u
+        .points(&msg, NOW)
+        .map(|r| r.unwrap_err().to_string())
+        .collect();
     assert_eq!(
         errs,
         vec![

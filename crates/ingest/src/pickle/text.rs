@@ -185,7 +185,12 @@ pub(super) fn decimal_int(text: &[u8]) -> Option<Value> {
     if negative {
         s.push('-');
     }
-    s.extend(digits.iter().filter(|&&d| d != b'_').map(|&d| char::from(d)));
+    s.extend(
+        digits
+            .iter()
+            .filter(|&&d| d != b'_')
+            .map(|&d| char::from(d)),
+    );
     let f: f64 = s.parse().ok()?;
     Some(Value::BigInt(f))
 }
@@ -316,7 +321,16 @@ mod tests {
             decimal_int(b"1180591620717411303424"),
             Some(Value::BigInt(1.1805916207174113e21))
         );
-        for bad in [&b""[..], b"-", b"1__0", b"_1", b"1_", b"0x10", b"1.5", b"12L"] {
+        for bad in [
+            &b""[..],
+            b"-",
+            b"1__0",
+            b"_1",
+            b"1_",
+            b"0x10",
+            b"1.5",
+            b"12L",
+        ] {
             assert_eq!(decimal_int(bad), None, "{bad:?}");
         }
     }

@@ -430,7 +430,8 @@ impl Unpickler {
     fn make_tuple(&mut self, start: usize, at: At) -> Result<(), PickleError> {
         let items = self.stack.get(start..).unwrap_or_default();
         let span = Span {
-            start: u32::try_from(self.tuples.len()).map_err(|_| at.malformed("too many tuple items"))?,
+            start: u32::try_from(self.tuples.len())
+                .map_err(|_| at.malformed("too many tuple items"))?,
             len: items.len() as u32,
         };
         self.tuples.extend_from_slice(items);
@@ -535,7 +536,8 @@ impl Unpickler {
         decode(src, &mut self.text).map_err(|what| at.malformed(what))?;
         let span = Span {
             start: u32::try_from(start).map_err(|_| at.malformed("too much text"))?,
-            len: u32::try_from(self.text.len() - start).map_err(|_| at.malformed("too much text"))?,
+            len: u32::try_from(self.text.len() - start)
+                .map_err(|_| at.malformed("too much text"))?,
         };
         self.push(Value::Text(span), at)
     }
@@ -775,11 +777,15 @@ impl Unpickler {
                 EMPTY_SET => self.push(Value::Set, at)?,
                 DICT | FROZENSET => {
                     let start = self.pop_mark(at)?;
-                    if code == DICT && (self.stack.len() - start) % 2 != 0 {
+                    if code == DICT && (self.stack.len() - start) & 1 == 1 {
                         return Err(at.malformed("odd number of items for a dict"));
                     }
                     self.stack.truncate(start);
-                    let v = if code == DICT { Value::Dict } else { Value::Set };
+                    let v = if code == DICT {
+                        Value::Dict
+                    } else {
+                        Value::Set
+                    };
                     self.push(v, at)?;
                 }
                 SETITEM => {
@@ -789,14 +795,23 @@ impl Unpickler {
                 }
                 SETITEMS | ADDITEMS => {
                     let start = self.pop_mark(at)?;
-                    if code == SETITEMS && (self.stack.len() - start) % 2 != 0 {
+                    if code == SETITEMS && (self.stack.len() - start) & 1 == 1 {
                         return Err(at.malformed("odd number of items for a dict"));
                     }
-                    let want = if code == SETITEMS { Value::Dict } else { Value::Set };
+                    let want = if code == SETITEMS {
+                        Value::Dict
+                    } else {
+                        Value::Set
+                    };
                     self.expect_below(start, want, at)?;
                     self.stack.truncate(start);
                 }
-                _ => return Err(PickleError::UnknownOpcode { opcode: code, offset }),
+                _ => {
+                    return Err(PickleError::UnknownOpcode {
+                        opcode: code,
+                        offset,
+                    })
+                }
             }
         }
     }

@@ -52,10 +52,41 @@ fn keep_in_value(c: char) -> bool {
     !matches!(c, ';' | '%') && !c.is_control()
 }
 
+/// Per ASCII byte: kept in a metric, in a tag name, in a tag value (bits 0, 1, 2),
+/// the same answers as the `keep_in_*` functions, looked up on the hot path.
+const ASCII_KEEP: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        let control = c < 0x20 || c == 0x7F;
+        if c.is_ascii_alphanumeric() || matches!(c, b'_' | b':' | b'.' | b'-') {
+            t[b] |= METRIC;
+        }
+        if !control && !matches!(c, b';' | b'!' | b'^' | b'=' | b'%') {
+            t[b] |= TAG;
+        }
+        if !control && !matches!(c, b';' | b'%') {
+            t[b] |= VALUE;
+        }
+        b += 1;
+    }
+    t
+};
+const METRIC: u8 = 1;
+const TAG: u8 = 2;
+const VALUE: u8 = 4;
+
 /// `text` with every character `keep` refuses percent-encoded (and a leading `~` too
-/// when `tilde` is set); borrowed when nothing needed it.
-fn escape(text: &str, keep: fn(char) -> bool, tilde: bool) -> Cow<'_, str> {
-    let clean = text.chars().all(keep) && !(tilde && text.starts_with('~'));
+/// when `tilde` is set); borrowed when nothing needed it. `class` is `keep`'s bit in
+/// [`ASCII_KEEP`], for the common all-ASCII text.
+fn escape(text: &str, keep: fn(char) -> bool, class: u8, tilde: bool) -> Cow<'_, str> {
+    let ascii_clean = text.bytes().all(|b| {
+        ASCII_KEEP
+            .get(usize::from(b))
+            .is_some_and(|k| k & class != 0)
+    });
+    let clean = (ascii_clean || text.chars().all(keep)) && !(tilde && text.starts_with('~'));
     if clean {
         return Cow::Borrowed(text);
     }
@@ -96,10 +127,13 @@ pub(super) fn graphite_name<'a>(
         if v.is_empty() {
             continue;
         }
-        tags.push((escape(k, keep_in_tag, false), escape(v, keep_in_value, true)));
+        tags.push((
+            escape(k, keep_in_tag, TAG, false),
+            escape(v, keep_in_value, VALUE, true),
+        ));
     }
     let metric = metric.filter(|m| !m.is_empty()).ok_or(LabelError::NoName)?;
-    out.push_str(&escape(metric, keep_in_metric, false));
+    out.push_str(&escape(metric, keep_in_metric, METRIC, false));
     if tags.is_empty() {
         return Ok(());
     }
@@ -147,7 +181,12 @@ mod tests {
     #[test]
     fn prometheus_series() {
         assert_eq!(
-            name(&[("__name__", "http_requests_total"), ("job", "api"), ("instance", "10.0.0.1:9100")]).unwrap(),
+            name(&[
+                ("__name__", "http_requests_total"),
+                ("job", "api"),
+                ("instance", "10.0.0.1:9100")
+            ])
+            .unwrap(),
             "http_requests_total;instance=10.0.0.1:9100;job=api"
         );
         assert_eq!(name(&[("__name__", "up")]).unwrap(), "up");
@@ -157,7 +196,11 @@ mod tests {
         );
         // OpenTelemetry's dotted names are paths
         assert_eq!(
-            name(&[("__name__", "http.server.duration"), ("service.name", "cart")]).unwrap(),
+            name(&[
+                ("__name__", "http.server.duration"),
+                ("service.name", "cart")
+            ])
+            .unwrap(),
             "http.server.duration;service.name=cart"
         );
     }
@@ -169,14 +212,23 @@ mod tests {
             "a%20b%2Fc%3Bd%25e%7Ef%2A%7Bx%7D"
         );
         assert_eq!(
-            name(&[("__name__", "m"), ("path", "/a;b?c=d%20"), ("q", "~x~"), ("d", "a b")]).unwrap(),
+            name(&[
+                ("__name__", "m"),
+                ("path", "/a;b?c=d%20"),
+                ("q", "~x~"),
+                ("d", "a b")
+            ])
+            .unwrap(),
             "m;d=a b;path=/a%3Bb?c=d%2520;q=%7Ex~"
         );
         assert_eq!(
             name(&[("__name__", "m"), ("k=1", "v"), ("x!^", "\n")]).unwrap(),
             "m;k%3D1=v;x%21%5E=%0A"
         );
-        assert_eq!(name(&[("__name__", "caf\u{e9}\u{3000}x")]).unwrap(), "caf\u{e9}%E3%80%80x");
+        assert_eq!(
+            name(&[("__name__", "caf\u{e9}\u{3000}x")]).unwrap(),
+            "caf\u{e9}%E3%80%80x"
+        );
         // injective: these stay apart
         assert_ne!(
             name(&[("__name__", "m"), ("k", "a;b")]).unwrap(),
@@ -194,18 +246,38 @@ mod tests {
             name(&[("__name__", "m"), ("name", "x"), ("exported_name", "y")]).unwrap(),
             "m;exported_exported_name=x;exported_name=y"
         );
-        assert_eq!(name(&[("__name__", "m"), ("k", "1"), ("k", "2")]).unwrap(), "m;k=2");
+        assert_eq!(
+            name(&[("__name__", "m"), ("k", "1"), ("k", "2")]).unwrap(),
+            "m;k=2"
+        );
         assert_eq!(name(&[("__name__", "a"), ("__name__", "b")]).unwrap(), "b");
+    }
+
+    #[test]
+    fn the_ascii_table_agrees_with_the_rules() {
+        for b in 0u8..128 {
+            let c = char::from(b);
+            let k = ASCII_KEEP[usize::from(b)];
+            assert_eq!(k & METRIC != 0, keep_in_metric(c), "{b:#x}");
+            assert_eq!(k & TAG != 0, keep_in_tag(c), "{b:#x}");
+            assert_eq!(k & VALUE != 0, keep_in_value(c), "{b:#x}");
+        }
     }
 
     #[test]
     fn refusals() {
         assert_eq!(name(&[("job", "x")]), Err(LabelError::NoName));
         assert_eq!(name(&[("__name__", "")]), Err(LabelError::NoName));
-        assert_eq!(name(&[("__name__", "m"), ("", "v")]), Err(LabelError::EmptyLabelName));
+        assert_eq!(
+            name(&[("__name__", "m"), ("", "v")]),
+            Err(LabelError::EmptyLabelName)
+        );
         let mut tags = Vec::new();
         let mut out = String::new();
         let bad: [(&[u8], &[u8]); 1] = [(b"__name__", b"\xff")];
-        assert_eq!(graphite_name(&bad, &mut tags, &mut out), Err(LabelError::InvalidUtf8));
+        assert_eq!(
+            graphite_name(&bad, &mut tags, &mut out),
+            Err(LabelError::InvalidUtf8)
+        );
     }
 }

@@ -141,12 +141,19 @@ mod tests {
             (&[0], 0),
             (&[1], 1),
             (&[0xAC, 0x02], 300),
-            (&[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], u64::MAX),
+            (
+                &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],
+                u64::MAX,
+            ),
         ];
         for (bytes, want) in cases {
             assert_eq!(Reader::new(bytes, 0).varint(), Ok(*want));
         }
-        for bad in [&[0x80][..], &[0xFF; 10], &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02]] {
+        for bad in [
+            &[0x80][..],
+            &[0xFF; 10],
+            &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02],
+        ] {
             assert!(Reader::new(bad, 0).varint().is_err(), "{bad:?}");
         }
     }
@@ -154,7 +161,9 @@ mod tests {
     #[test]
     fn fields_and_skipping() {
         // field 1 varint 5, field 2 bytes "ab", field 3 fixed64, field 4 fixed32
-        let msg = [0x08, 5, 0x12, 2, b'a', b'b', 0x19, 1, 0, 0, 0, 0, 0, 0, 0, 0x25, 1, 2, 3, 4];
+        let msg = [
+            0x08, 5, 0x12, 2, b'a', b'b', 0x19, 1, 0, 0, 0, 0, 0, 0, 0, 0x25, 1, 2, 3, 4,
+        ];
         let mut r = Reader::new(&msg, 100);
         assert_eq!(r.key(), Ok(Some((1, VARINT))));
         assert_eq!(r.varint(), Ok(5));
@@ -169,9 +178,20 @@ mod tests {
         assert!(Reader::new(&[5, b'a'], 0).bytes().is_err());
         let mut r = Reader::new(&[0x0B], 0);
         let (_, wire) = r.key().unwrap().unwrap();
-        assert_eq!(r.skip(wire).unwrap_err().what, "groups (wire types 3 and 4) are not supported");
-        assert_eq!(Reader::new(&[0x00], 0).key().unwrap_err().what, "field number 0");
+        assert_eq!(
+            r.skip(wire).unwrap_err().what,
+            "groups (wire types 3 and 4) are not supported"
+        );
+        assert_eq!(
+            Reader::new(&[0x00], 0).key().unwrap_err().what,
+            "field number 0"
+        );
         assert!(Reader::new(&[0x19, 1, 2], 0).fixed64().is_err());
-        assert!(Reader::new(&[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01], 0).bytes().is_err());
+        assert!(Reader::new(
+            &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],
+            0
+        )
+        .bytes()
+        .is_err());
     }
 }

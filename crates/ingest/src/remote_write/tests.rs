@@ -38,7 +38,10 @@ impl Pb {
 }
 
 fn label(name: &str, value: &str) -> Vec<u8> {
-    Pb::default().bytes(1, name.as_bytes()).bytes(2, value.as_bytes()).0
+    Pb::default()
+        .bytes(1, name.as_bytes())
+        .bytes(2, value.as_bytes())
+        .0
 }
 
 fn sample(value: f64, ts_ms: i64) -> Vec<u8> {
@@ -68,7 +71,10 @@ fn snappy(msg: &[u8]) -> Vec<u8> {
     snap::raw::Encoder::new().compress_vec(msg).unwrap()
 }
 
-fn decode(msg: &[u8]) -> Result<(Vec<(String, i64, f64)>, WriteOutcome), WriteError> {
+/// Points as `(name, ts, value)`.
+type Points = Vec<(String, i64, f64)>;
+
+fn decode(msg: &[u8]) -> Result<(Points, WriteOutcome), WriteError> {
     let mut batch = Batch::new();
     let out = decode_remote_write(&snappy(msg), &mut batch, &WriteLimits::default())?;
     assert_eq!(out.points, batch.len());
@@ -87,10 +93,19 @@ fn p(name: &str, ts: i64, value: f64) -> (String, i64, f64) {
 fn samples_become_tagged_points() {
     let msg = request(&[
         series(
-            &[("__name__", "node_cpu_seconds_total"), ("cpu", "0"), ("instance", "web01:9100"), ("job", "node"), ("mode", "idle")],
+            &[
+                ("__name__", "node_cpu_seconds_total"),
+                ("cpu", "0"),
+                ("instance", "web01:9100"),
+                ("job", "node"),
+                ("mode", "idle"),
+            ],
             &[(1234.5, 1_700_000_000_123), (1240.0, 1_700_000_015_999)],
         ),
-        series(&[("__name__", "up"), ("job", "node")], &[(1.0, 1_700_000_000_000)]),
+        series(
+            &[("__name__", "up"), ("job", "node")],
+            &[(1.0, 1_700_000_000_000)],
+        ),
         series(&[("__name__", "before_1970")], &[(2.0, -1500)]),
     ]);
     let (pts, out) = decode(&msg).unwrap();
@@ -115,7 +130,13 @@ fn stale_markers_and_nans_are_dropped_and_counted() {
     assert!(stale.is_nan());
     let msg = request(&[series(
         &[("__name__", "m")],
-        &[(1.0, 1000), (stale, 2000), (f64::NAN, 3000), (f64::INFINITY, 4000), (-0.0, 5000)],
+        &[
+            (1.0, 1000),
+            (stale, 2000),
+            (f64::NAN, 3000),
+            (f64::INFINITY, 4000),
+            (-0.0, 5000),
+        ],
     )]);
     let (pts, out) = decode(&msg).unwrap();
     assert_eq!(pts.len(), 3);
@@ -130,7 +151,11 @@ fn stale_markers_and_nans_are_dropped_and_counted() {
 fn unknown_fields_exemplars_metadata_and_histograms() {
     // A series with its samples before its labels, an exemplar, a native histogram,
     // unknown fields of every wire type; then metadata at the top level.
-    let exemplar = Pb::default().bytes(1, &label("trace_id", "abc")).double(2, 1.0).int64(3, 5).0;
+    let exemplar = Pb::default()
+        .bytes(1, &label("trace_id", "abc"))
+        .double(2, 1.0)
+        .int64(3, 5)
+        .0;
     let mut s = Pb::default()
         .bytes(2, &sample(7.0, 9000))
         .bytes(3, &exemplar)
@@ -147,7 +172,11 @@ fn unknown_fields_exemplars_metadata_and_histograms() {
         .bytes(1, &label("__name__", "late_labels"))
         .bytes(1, &label("k", "v"))
         .0;
-    let metadata = Pb::default().int64(1, 1).bytes(2, b"late_labels").bytes(4, b"help").0;
+    let metadata = Pb::default()
+        .int64(1, 1)
+        .bytes(2, b"late_labels")
+        .bytes(4, b"help")
+        .0;
     let msg = Pb::default().bytes(1, &s).bytes(3, &metadata).0;
     let (pts, out) = decode(&msg).unwrap();
     assert_eq!(pts, vec![p("late_labels;k=v", 9, 7.0)]);
@@ -196,19 +225,37 @@ fn series_without_a_usable_name_lose_only_their_samples() {
 fn malformed_requests_are_refused_whole() {
     let good = series(&[("__name__", "m")], &[(1.0, 1000)]);
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        ([request(&[good.clone()]), vec![0x0A, 0x05, 1]].concat(), "length-delimited field runs past the end"),
-        (Pb::default().key(1, 0).varint(1).0, "field has the wrong wire type for its schema"),
-        (Pb::default().key(9, 3).0, "groups (wire types 3 and 4) are not supported"),
+        (
+            [request(std::slice::from_ref(&good)), vec![0x0A, 0x05, 1]].concat(),
+            "length-delimited field runs past the end",
+        ),
+        (
+            Pb::default().key(1, 0).varint(1).0,
+            "field has the wrong wire type for its schema",
+        ),
+        (
+            Pb::default().key(9, 3).0,
+            "groups (wire types 3 and 4) are not supported",
+        ),
         (Pb::default().key(2, 7).0, "invalid wire type"),
-        (request(&[Pb::default().bytes(2, &Pb::default().key(1, 0).varint(5).0).0]), "field has the wrong wire type for its schema"),
-        (request(&[Pb::default().bytes(2, &[0x09, 1, 2]).0]), "truncated fixed64"),
+        (
+            request(&[Pb::default()
+                .bytes(2, &Pb::default().key(1, 0).varint(5).0)
+                .0]),
+            "field has the wrong wire type for its schema",
+        ),
+        (
+            request(&[Pb::default().bytes(2, &[0x09, 1, 2]).0]),
+            "truncated fixed64",
+        ),
         (vec![0x0A, 0x80], "truncated varint"),
         (vec![0x00], "field number 0"),
     ];
     for (msg, what) in cases {
         let mut batch = Batch::new();
         batch.push("kept", 1, 1.0);
-        let err = decode_remote_write(&snappy(&msg), &mut batch, &WriteLimits::default()).unwrap_err();
+        let err =
+            decode_remote_write(&snappy(&msg), &mut batch, &WriteLimits::default()).unwrap_err();
         match &err {
             WriteError::Protobuf { what: w, .. } => assert_eq!(*w, what, "{msg:?}"),
             other => panic!("{msg:?}: {other}"),
@@ -229,22 +276,38 @@ fn snappy_and_size_limits() {
         max_body_bytes: 1000,
         max_decoded_bytes: 5000,
     };
-    let err = decode_remote_write(b"not snappy at all \xff\xff\xff", &mut batch, &limits).unwrap_err();
+    let err =
+        decode_remote_write(b"not snappy at all \xff\xff\xff", &mut batch, &limits).unwrap_err();
     assert!(matches!(err, WriteError::Snappy(_)), "{err}");
     assert!(decode_remote_write(&[], &mut batch, &limits).is_err());
     let big = snappy(&vec![0u8; 6000]);
     assert!(big.len() < 1000);
     let err = decode_remote_write(&big, &mut batch, &limits).unwrap_err();
-    assert_eq!(err, WriteError::DecodedTooLarge { len: 6000, limit: 5000 });
+    assert_eq!(
+        err,
+        WriteError::DecodedTooLarge {
+            len: 6000,
+            limit: 5000
+        }
+    );
     assert_eq!(err.status(), 413);
     // a header that lies: claims 268 MB, holds nothing
     let err = decode_remote_write(&[0xFF, 0xFF, 0xFF, 0x7F], &mut batch, &limits).unwrap_err();
     assert!(matches!(err, WriteError::DecodedTooLarge { .. }));
     let err = decode_remote_write(&vec![0; 1001], &mut batch, &limits).unwrap_err();
-    assert_eq!(err, WriteError::BodyTooLarge { len: 1001, limit: 1000 });
+    assert_eq!(
+        err,
+        WriteError::BodyTooLarge {
+            len: 1001,
+            limit: 1000
+        }
+    );
     // a snappy stream whose content is shorter than its header says
     let mut cut = snappy(&request(&[series(&[("__name__", "m")], &[(1.0, 1)])]));
     cut.truncate(cut.len() - 3);
-    assert!(matches!(decode_remote_write(&cut, &mut batch, &limits), Err(WriteError::Snappy(_))));
+    assert!(matches!(
+        decode_remote_write(&cut, &mut batch, &limits),
+        Err(WriteError::Snappy(_))
+    ));
     assert!(batch.is_empty());
 }

@@ -32,7 +32,9 @@ pub fn lookup_timezone(name: &str) -> Option<Tz> {
 pub(crate) fn local_naive(tz: Tz, epoch: i64) -> Option<NaiveDateTime> {
     let utc = chrono::DateTime::from_timestamp(epoch, 0)?;
     let local = utc.with_timezone(&tz).naive_local();
-    (MIN_YEAR..=MAX_YEAR).contains(&local.year()).then_some(local)
+    (MIN_YEAR..=MAX_YEAR)
+        .contains(&local.year())
+        .then_some(local)
 }
 
 /// The instant of a wall-clock reading in `tz`, chosen as pytz's
@@ -84,14 +86,20 @@ mod tests {
     fn ambiguous_reading_takes_standard_time() {
         // 01:30 happens twice in Chicago on 2023-11-05; pytz picks CST (-06:00)
         let chicago = chrono_tz::America::Chicago;
-        assert_eq!(localize(chicago, at(2023, 11, 5, 1, 30)), Some(1_699_169_400));
+        assert_eq!(
+            localize(chicago, at(2023, 11, 5, 1, 30)),
+            Some(1_699_169_400)
+        );
     }
 
     #[test]
     fn skipped_reading_uses_the_offset_before_the_gap() {
         // 02:30 never happens in Chicago on 2023-03-12; pytz reads it with CST
         let chicago = chrono_tz::America::Chicago;
-        assert_eq!(localize(chicago, at(2023, 3, 12, 2, 30)), Some(1_678_609_800));
+        assert_eq!(
+            localize(chicago, at(2023, 3, 12, 2, 30)),
+            Some(1_678_609_800)
+        );
         // Sao Paulo skipped midnight on 2018-11-04
         let sp = chrono_tz::America::Sao_Paulo;
         assert_eq!(localize(sp, at(2018, 11, 4, 0, 0)), Some(1_541_300_400));
@@ -102,7 +110,10 @@ mod tests {
     fn timezone_names_ignore_case() {
         assert_eq!(lookup_timezone("UTC"), Some(Tz::UTC));
         assert_eq!(lookup_timezone("utc"), Some(Tz::UTC));
-        assert_eq!(lookup_timezone("america/chicago"), Some(chrono_tz::America::Chicago));
+        assert_eq!(
+            lookup_timezone("america/chicago"),
+            Some(chrono_tz::America::Chicago)
+        );
         assert_eq!(lookup_timezone("Mars/Olympus"), None);
         assert_eq!(lookup_timezone(""), None);
     }

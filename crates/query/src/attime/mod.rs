@@ -4,13 +4,13 @@
 //! - all digits: epoch seconds, unless it has 8 digits that look like `YYYYMMDD`
 //!   (year > 1900, month < 13, day < 32), which is a date;
 //! - otherwise it is cut at the first `+` (or, when there is none, the first `-`) into a
-//!   *reference* ([`reference`]: `now`, `noon`, `6pm`, `12:30`, `yesterday`,
+//!   *reference* (`reference.rs`: `now`, `noon`, `6pm`, `12:30`, `yesterday`,
 //!   `20240101`, `11/14/23`, `jan5`, `monday`, combined as `6pmyesterday`) and an
-//!   *offset* ([`offset`]: `-1d`, `+2h30min`, units by their first letters, a bare `m`
+//!   *offset* (`offset.rs`: `-1d`, `+2h30min`, units by their first letters, a bare `m`
 //!   refused).
 //!
 //! Wall-clock references are read in the request's time zone and turned into an instant
-//! as pytz's `localize(is_dst=False)` does ([`localize`]); the offset is then added as a
+//! as pytz's `localize(is_dst=False)` does (`localize.rs`); the offset is then added as a
 //! fixed number of seconds. graphite-web's quirks are kept on purpose, because clients
 //! were written against them: `12pm` is midnight and `12am` is noon, `-1d+6h` is an
 //! error (the `+` splits it and `-1d` is no reference), `mon` is 30 days and `y` 365.
@@ -43,7 +43,9 @@ pub enum AtTimeError {
     MissingDayOfMonth { input: String },
     #[error("invalid time {input:?}: {text:?} is not a number")]
     NotANumber { input: String, text: String },
-    #[error("invalid time {input:?}: invalid offset unit {unit:?} (use s, min, h, d, w, mon or y)")]
+    #[error(
+        "invalid time {input:?}: invalid offset unit {unit:?} (use s, min, h, d, w, mon or y)"
+    )]
     InvalidUnit { input: String, unit: String },
     #[error("invalid time {input:?}: an offset must start with + or -")]
     InvalidOffset { input: String },
@@ -111,7 +113,9 @@ pub fn parse_at_time(s: &str, tz: Tz, now: i64) -> Result<i64, AtTimeError> {
     };
     let at = reference::parse(reference, tz, now, s)?;
     let delta = offset::parse_chars(offset, s)?;
-    let result = at.checked_add(delta).ok_or_else(|| AtTimeError::Overflow { input: input() })?;
+    let result = at
+        .checked_add(delta)
+        .ok_or_else(|| AtTimeError::Overflow { input: input() })?;
     localize::local_naive(tz, result).ok_or_else(|| AtTimeError::Overflow { input: input() })?;
     Ok(result)
 }
@@ -123,7 +127,9 @@ fn looks_like_yyyymmdd(chars: &[char]) -> bool {
         return false;
     }
     let num = |r: std::ops::Range<usize>| -> u32 {
-        chars[r].iter().fold(0, |acc, c| acc * 10 + c.to_digit(10).unwrap_or(0))
+        chars[r]
+            .iter()
+            .fold(0, |acc, c| acc * 10 + c.to_digit(10).unwrap_or(0))
     };
     num(0..4) > 1900 && num(4..6) < 13 && num(6..8) < 32
 }

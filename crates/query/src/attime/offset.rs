@@ -34,7 +34,9 @@ pub(super) fn parse_chars(offset: &[char], input: &str) -> Result<i64, AtTimeErr
     } else if first == '-' {
         (-1, &offset[1..])
     } else {
-        return Err(AtTimeError::InvalidOffset { input: quote(input) });
+        return Err(AtTimeError::InvalidOffset {
+            input: quote(input),
+        });
     };
 
     let mut total: i64 = 0;
@@ -47,7 +49,9 @@ pub(super) fn parse_chars(offset: &[char], input: &str) -> Result<i64, AtTimeErr
             });
         }
         let number: String = rest[..digits].iter().collect();
-        let overflow = || AtTimeError::Overflow { input: quote(input) };
+        let overflow = || AtTimeError::Overflow {
+            input: quote(input),
+        };
         let num: i64 = number.parse().map_err(|_| overflow())?;
         rest = &rest[digits..];
 
@@ -113,21 +117,46 @@ mod tests {
 
     #[test]
     fn refusals() {
-        assert!(matches!(parse_time_offset("-5m"), Err(AtTimeError::InvalidUnit { unit, .. }) if unit == "m"));
-        assert!(matches!(parse_time_offset("-5mo"), Err(AtTimeError::InvalidUnit { .. })));
-        assert!(matches!(parse_time_offset("-5"), Err(AtTimeError::InvalidUnit { unit, .. }) if unit.is_empty()));
-        assert!(matches!(parse_time_offset("-h"), Err(AtTimeError::NotANumber { .. })));
-        assert!(matches!(parse_time_offset("-1h-30min"), Err(AtTimeError::NotANumber { .. })));
-        assert!(matches!(parse_time_offset("-1.5h"), Err(AtTimeError::InvalidUnit { .. })));
-        assert!(matches!(parse_time_offset("x1h"), Err(AtTimeError::InvalidOffset { .. })));
+        assert!(
+            matches!(parse_time_offset("-5m"), Err(AtTimeError::InvalidUnit { unit, .. }) if unit == "m")
+        );
+        assert!(matches!(
+            parse_time_offset("-5mo"),
+            Err(AtTimeError::InvalidUnit { .. })
+        ));
+        assert!(
+            matches!(parse_time_offset("-5"), Err(AtTimeError::InvalidUnit { unit, .. }) if unit.is_empty())
+        );
+        assert!(matches!(
+            parse_time_offset("-h"),
+            Err(AtTimeError::NotANumber { .. })
+        ));
+        assert!(matches!(
+            parse_time_offset("-1h-30min"),
+            Err(AtTimeError::NotANumber { .. })
+        ));
+        assert!(matches!(
+            parse_time_offset("-1.5h"),
+            Err(AtTimeError::InvalidUnit { .. })
+        ));
+        assert!(matches!(
+            parse_time_offset("x1h"),
+            Err(AtTimeError::InvalidOffset { .. })
+        ));
         // case is kept: graphite-web's functions pass the text as written
-        assert!(matches!(parse_time_offset("1D"), Err(AtTimeError::InvalidUnit { .. })));
+        assert!(matches!(
+            parse_time_offset("1D"),
+            Err(AtTimeError::InvalidUnit { .. })
+        ));
     }
 
     #[test]
     fn timedelta_limits() {
         assert_eq!(parse_time_offset("999999999d"), Ok(999_999_999 * 86_400));
-        assert!(matches!(parse_time_offset("1000000000d"), Err(AtTimeError::Overflow { .. })));
+        assert!(matches!(
+            parse_time_offset("1000000000d"),
+            Err(AtTimeError::Overflow { .. })
+        ));
         assert!(matches!(
             parse_time_offset("99999999999999999999s"),
             Err(AtTimeError::Overflow { .. })

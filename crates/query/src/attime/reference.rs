@@ -27,7 +27,9 @@ pub(super) fn parse(reference: &[char], tz: Tz, now: i64, input: &str) -> Result
     if whole.is_empty() || whole == "now" {
         return Ok(now);
     }
-    let overflow = || AtTimeError::Overflow { input: quote(input) };
+    let overflow = || AtTimeError::Overflow {
+        input: quote(input),
+    };
     let number = |text: &[char]| -> Result<i64, AtTimeError> {
         let s: String = text.iter().collect();
         py::int(&s).ok_or_else(|| AtTimeError::NotANumber {
@@ -96,8 +98,12 @@ pub(super) fn parse(reference: &[char], tz: Tz, now: i64, input: &str) -> Result
     let today = now_local.date();
     let date = match rest.as_str() {
         "" | "today" => today,
-        "yesterday" => today.checked_sub_signed(Duration::days(1)).ok_or_else(overflow)?,
-        "tomorrow" => today.checked_add_signed(Duration::days(1)).ok_or_else(overflow)?,
+        "yesterday" => today
+            .checked_sub_signed(Duration::days(1))
+            .ok_or_else(overflow)?,
+        "tomorrow" => today
+            .checked_add_signed(Duration::days(1))
+            .ok_or_else(overflow)?,
         _ if r.iter().filter(|&&c| c == '/').count() == 2 => {
             let mut parts = r.split(|&c| c == '/');
             let mut next = || number(parts.next().unwrap_or_default());
@@ -122,15 +128,20 @@ pub(super) fn parse(reference: &[char], tz: Tz, now: i64, input: &str) -> Result
             } else if r[n - 1].is_ascii_digit() {
                 number(&r[n - 1..])?
             } else {
-                return Err(AtTimeError::MissingDayOfMonth { input: quote(input) });
+                return Err(AtTimeError::MissingDayOfMonth {
+                    input: quote(input),
+                });
             };
-            make_date(i64::from(today.year()), month, day).map_err(|(what, v)| out_of_range(what, v))?
+            make_date(i64::from(today.year()), month, day)
+                .map_err(|(what, v)| out_of_range(what, v))?
         }
         _ if WEEKDAYS.iter().any(|w| starts3(r, w)) => {
             let target = WEEKDAYS.iter().position(|w| starts3(r, w)).unwrap_or(0) as i64;
             let current = i64::from(today.weekday().num_days_from_sunday());
             let back = (current - target).rem_euclid(7);
-            today.checked_sub_signed(Duration::days(back)).ok_or_else(overflow)?
+            today
+                .checked_sub_signed(Duration::days(back))
+                .ok_or_else(overflow)?
         }
         _ => {
             return Err(AtTimeError::UnknownReference {

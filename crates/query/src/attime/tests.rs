@@ -254,7 +254,9 @@ fn matches_graphite_web() {
     for &(expr, now, tz, want) in cases {
         let got = parse_at_time(expr, tz, now);
         if got.as_ref().ok().copied() != want {
-            failures.push(format!("{expr:?} now={now} tz={tz}: got {got:?}, want {want:?}"));
+            failures.push(format!(
+                "{expr:?} now={now} tz={tz}: got {got:?}, want {want:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -268,7 +270,10 @@ fn errors_quote_the_input() {
         "invalid time \"-5m\": invalid offset unit \"m\" (use s, min, h, d, w, mon or y)"
     );
     let err = parse_at_time("-1d+6h", UTC, 0).unwrap_err();
-    assert_eq!(err.to_string(), "invalid time \"-1d+6h\": unknown day reference \"-1d\"");
+    assert_eq!(
+        err.to_string(),
+        "invalid time \"-1d+6h\": unknown day reference \"-1d\""
+    );
     let long = "x".repeat(500);
     let msg = parse_at_time(&long, UTC, 0).unwrap_err().to_string();
     assert!(msg.len() < 200, "{msg}");
@@ -277,12 +282,30 @@ fn errors_quote_the_input() {
 #[test]
 fn dst_gap_and_overlap_in_chicago() {
     // measured on graphite-web with tz=America/Chicago
-    assert_eq!(parse_at_time("01:30_20231105", CHICAGO, 1_700_000_000), Ok(1_699_169_400));
-    assert_eq!(parse_at_time("02:30_20230312", CHICAGO, 1_700_000_000), Ok(1_678_609_800));
-    assert_eq!(parse_at_time("03:30_20230312", CHICAGO, 1_700_000_000), Ok(1_678_609_800));
-    assert_eq!(parse_at_time("midnight", CHICAGO, 1_699_164_000), Ok(1_699_160_400));
-    assert_eq!(parse_at_time("noon", CHICAGO, 1_699_164_000), Ok(1_699_207_200));
-    assert_eq!(parse_at_time("yesterday", CHICAGO, 1_699_200_000), Ok(1_699_074_000));
+    assert_eq!(
+        parse_at_time("01:30_20231105", CHICAGO, 1_700_000_000),
+        Ok(1_699_169_400)
+    );
+    assert_eq!(
+        parse_at_time("02:30_20230312", CHICAGO, 1_700_000_000),
+        Ok(1_678_609_800)
+    );
+    assert_eq!(
+        parse_at_time("03:30_20230312", CHICAGO, 1_700_000_000),
+        Ok(1_678_609_800)
+    );
+    assert_eq!(
+        parse_at_time("midnight", CHICAGO, 1_699_164_000),
+        Ok(1_699_160_400)
+    );
+    assert_eq!(
+        parse_at_time("noon", CHICAGO, 1_699_164_000),
+        Ok(1_699_207_200)
+    );
+    assert_eq!(
+        parse_at_time("yesterday", CHICAGO, 1_699_200_000),
+        Ok(1_699_074_000)
+    );
     let kolkata = chrono_tz::Asia::Kolkata;
     assert_eq!(parse_at_time("20231105", kolkata, 1), Ok(1_699_122_600));
 }
@@ -291,13 +314,27 @@ fn dst_gap_and_overlap_in_chicago() {
 fn range_defaults_and_swap() {
     let now = 1_700_000_000;
     let r = resolve_range(None, None, None, UTC, now).unwrap();
-    assert_eq!(r, TimeRange { from: now - 86_400, until: now, now });
+    assert_eq!(
+        r,
+        TimeRange {
+            from: now - 86_400,
+            until: now,
+            now
+        }
+    );
     // from later than until: swapped, as graphite-web's min()/max()
     let r = resolve_range(Some("-1h"), Some("-2h"), None, UTC, now).unwrap();
     assert_eq!((r.from, r.until), (now - 7_200, now - 3_600));
     // now= moves every relative time
     let r = resolve_range(Some("-1h"), None, Some("1600000000"), UTC, now).unwrap();
-    assert_eq!(r, TimeRange { from: 1_599_996_400, until: 1_600_000_000, now: 1_600_000_000 });
+    assert_eq!(
+        r,
+        TimeRange {
+            from: 1_599_996_400,
+            until: 1_600_000_000,
+            now: 1_600_000_000
+        }
+    );
     // now itself may be relative to the clock
     let r = resolve_range(None, None, Some("-1d"), UTC, now).unwrap();
     assert_eq!(r.now, now - 86_400);
@@ -311,10 +348,15 @@ fn range_errors_name_the_parameter() {
         Err(TimeRangeError::Empty { at: now })
     );
     // an empty from is "now" too
-    assert!(matches!(resolve_range(Some(""), None, None, UTC, now), Err(TimeRangeError::Empty { .. })));
+    assert!(matches!(
+        resolve_range(Some(""), None, None, UTC, now),
+        Err(TimeRangeError::Empty { .. })
+    ));
     let err = resolve_range(Some("-5m"), None, None, UTC, now).unwrap_err();
     assert!(matches!(err, TimeRangeError::Param { param: "from", .. }));
-    assert!(err.to_string().starts_with("invalid value for parameter from: invalid time \"-5m\""));
+    assert!(err
+        .to_string()
+        .starts_with("invalid value for parameter from: invalid time \"-5m\""));
     let err = resolve_range(None, Some("bogus"), None, UTC, now).unwrap_err();
     assert!(matches!(err, TimeRangeError::Param { param: "until", .. }));
     let err = resolve_range(None, None, Some("bogus"), UTC, now).unwrap_err();
@@ -323,7 +365,26 @@ fn range_errors_name_the_parameter() {
 
 #[test]
 fn never_panics_on_odd_input() {
-    for s in ["\u{130}", "jan\u{fffd}", "::::", "1:", ":1", "12:", "am", "pm", "0am", "99pm", "/", "//", "1/2/", "mon", "+-+-", "\u{661}\u{662}", "9223372036854775807", "-9223372036854775807d"] {
+    for s in [
+        "\u{130}",
+        "jan\u{fffd}",
+        "::::",
+        "1:",
+        ":1",
+        "12:",
+        "am",
+        "pm",
+        "0am",
+        "99pm",
+        "/",
+        "//",
+        "1/2/",
+        "mon",
+        "+-+-",
+        "\u{661}\u{662}",
+        "9223372036854775807",
+        "-9223372036854775807d",
+    ] {
         let _ = parse_at_time(s, UTC, 0);
         let _ = parse_at_time(s, CHICAGO, i64::MAX);
         let _ = parse_at_time(s, CHICAGO, i64::MIN);
@@ -336,12 +397,16 @@ fn never_panics_on_odd_input() {
 #[test]
 #[ignore]
 fn differential_file() {
-    let Ok(path) = std::env::var("SUMI_ATTIME_DIFF") else { return };
+    let Ok(path) = std::env::var("SUMI_ATTIME_DIFF") else {
+        return;
+    };
     let text = std::fs::read_to_string(path).expect("readable diff file");
     let mut failures = Vec::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split('\t').collect();
-        let [hex, now, tz, want] = fields[..] else { continue };
+        let [hex, now, tz, want] = fields[..] else {
+            continue;
+        };
         let bytes: Vec<u8> = (0..hex.len() / 2)
             .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex"))
             .collect();
@@ -352,8 +417,20 @@ fn differential_file() {
             Err(_) => "ERR".to_string(),
         };
         if got != want {
-            failures.push(format!("{expr:?} now={now} tz={tz}: got {got}, want {want}"));
+            failures.push(format!(
+                "{expr:?} now={now} tz={tz}: got {got}, want {want}"
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} differ:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(30)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }

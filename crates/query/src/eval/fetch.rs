@@ -39,14 +39,22 @@ fn key(ctx: &RequestContext, pattern: &str) -> Key {
 
 impl Session<'_> {
     /// The series of a path pattern over the context's interval, sorted by name.
-    pub fn fetch(&mut self, ctx: &RequestContext, pattern: &str) -> Result<Vec<TimeSeries>, QueryError> {
+    pub fn fetch(
+        &mut self,
+        ctx: &RequestContext,
+        pattern: &str,
+    ) -> Result<Vec<TimeSeries>, QueryError> {
         let k = key(ctx, pattern);
         if let Some(entry) = self.prefetched.get_mut(&k) {
             entry.uses = entry.uses.saturating_sub(1);
             if entry.uses > 0 {
                 return Ok(entry.series.clone());
             }
-            return Ok(self.prefetched.remove(&k).map(|e| e.series).unwrap_or_default());
+            return Ok(self
+                .prefetched
+                .remove(&k)
+                .map(|e| e.series)
+                .unwrap_or_default());
         }
         let mut found = self.fetch_patterns(ctx, &[pattern.to_string()])?;
         Ok(found.pop().unwrap_or_default())
@@ -68,13 +76,18 @@ impl Session<'_> {
         let patterns: Vec<String> = uses.iter().map(|(p, _)| p.clone()).collect();
         let results = self.fetch_patterns(ctx, &patterns)?;
         for ((pattern, n), series) in uses.into_iter().zip(results) {
-            self.prefetched.insert(key(ctx, &pattern), Entry { series, uses: n });
+            self.prefetched
+                .insert(key(ctx, &pattern), Entry { series, uses: n });
         }
         Ok(())
     }
 
     /// Each pattern's series, in the order of `patterns`.
-    fn fetch_patterns(&self, ctx: &RequestContext, patterns: &[String]) -> Result<Vec<Vec<TimeSeries>>, QueryError> {
+    fn fetch_patterns(
+        &self,
+        ctx: &RequestContext,
+        patterns: &[String],
+    ) -> Result<Vec<Vec<TimeSeries>>, QueryError> {
         let mut leaves_of: Vec<Vec<String>> = Vec::with_capacity(patterns.len());
         let mut all: Vec<String> = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
@@ -172,7 +185,12 @@ fn nones(values: &[Option<f64>]) -> usize {
 }
 
 /// The patterns an expression will fetch, with how often.
-fn collect(expr: &Expr, replacements: Option<&Replacements>, ctx: &RequestContext, uses: &mut Vec<(String, usize)>) {
+fn collect(
+    expr: &Expr,
+    replacements: Option<&Replacements>,
+    ctx: &RequestContext,
+    uses: &mut Vec<(String, usize)>,
+) {
     match expr {
         Expr::Template(t) => {
             let own = Replacements::for_template(t, ctx);

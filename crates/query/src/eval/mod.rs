@@ -2,11 +2,11 @@
 //!
 //! A request's targets are parsed first (so a syntax error in any of them fails the
 //! request before anything is fetched); their path expressions are then found and
-//! fetched in one batch ([`fetch`]); finally each target is evaluated and the series
+//! fetched in one batch (`fetch.rs`); finally each target is evaluated and the series
 //! of all targets are concatenated in order. A path evaluates to the series of its
 //! matching leaves, sorted by name; a call to a function from the [`Registry`] with its
 //! arguments evaluated first; a `template(...)` to its inner expression with `$name`
-//! substituted ([`template`]).
+//! substituted (`template.rs`).
 //!
 //! A target whose value is falsy (no series, `0`, an empty string) contributes nothing,
 //! as in graphite-web; a target that yields a non-empty constant is an error.
@@ -214,7 +214,9 @@ impl<'a> Session<'a> {
             }
         }
         let functions = self.functions;
-        let bound = bind(&call.name, def.params, args, kwargs, &|n| functions.is_aggregator(n))?;
+        let bound = bind(&call.name, def.params, args, kwargs, &|n| {
+            functions.is_aggregator(n)
+        })?;
         let invocation = Invocation {
             name: &call.name,
             args: bound,

@@ -57,7 +57,10 @@ pub enum Substituted {
 }
 
 /// Applies `replacements` to a path.
-pub fn substitute(path: &str, replacements: Option<&Replacements>) -> Result<Substituted, QueryError> {
+pub fn substitute(
+    path: &str,
+    replacements: Option<&Replacements>,
+) -> Result<Substituted, QueryError> {
     let Some(replacements) = replacements else {
         return Ok(Substituted::Pattern(path.to_string()));
     };
@@ -103,32 +106,62 @@ mod tests {
 
     #[test]
     fn replaces_in_order() {
-        let r = repl(&[("1", Value::Str("web01".into())), ("10", Value::Str("x".into()))]);
+        let r = repl(&[
+            ("1", Value::Str("web01".into())),
+            ("10", Value::Str("x".into())),
+        ]);
         assert_eq!(
             substitute("servers.$1.cpu.$10", Some(&r)).unwrap(),
             Substituted::Pattern("servers.web01.cpu.web010".into())
         );
         let r = repl(&[("n", Value::Int(3)), ("f", Value::Float(1e-5))]);
-        assert_eq!(substitute("a.$n.$f", Some(&r)).unwrap(), Substituted::Pattern("a.3.1e-05".into()));
+        assert_eq!(
+            substitute("a.$n.$f", Some(&r)).unwrap(),
+            Substituted::Pattern("a.3.1e-05".into())
+        );
     }
 
     #[test]
     fn whole_path_is_the_value() {
-        let r = repl(&[("factor", Value::Str("2.5".into())), ("name", Value::Str("x.y".into()))]);
-        assert_eq!(substitute("$factor", Some(&r)).unwrap(), Substituted::Value(Value::Float(2.5)));
-        assert_eq!(substitute("$name", Some(&r)).unwrap(), Substituted::Value(Value::Str("x.y".into())));
+        let r = repl(&[
+            ("factor", Value::Str("2.5".into())),
+            ("name", Value::Str("x.y".into())),
+        ]);
+        assert_eq!(
+            substitute("$factor", Some(&r)).unwrap(),
+            Substituted::Value(Value::Float(2.5))
+        );
+        assert_eq!(
+            substitute("$name", Some(&r)).unwrap(),
+            Substituted::Value(Value::Str("x.y".into()))
+        );
         let r = repl(&[("n", Value::Int(7))]);
-        assert_eq!(substitute("$n", Some(&r)).unwrap(), Substituted::Value(Value::Int(7)));
+        assert_eq!(
+            substitute("$n", Some(&r)).unwrap(),
+            Substituted::Value(Value::Int(7))
+        );
         let r = repl(&[("bad", Value::Str("1.2.3".into()))]);
-        assert!(matches!(substitute("$bad", Some(&r)), Err(QueryError::TemplateNumber { .. })));
+        assert!(matches!(
+            substitute("$bad", Some(&r)),
+            Err(QueryError::TemplateNumber { .. })
+        ));
         let r = repl(&[("neg", Value::Str("-5\n".into()))]);
-        assert_eq!(substitute("$neg", Some(&r)).unwrap(), Substituted::Value(Value::Float(-5.0)));
+        assert_eq!(
+            substitute("$neg", Some(&r)).unwrap(),
+            Substituted::Value(Value::Float(-5.0))
+        );
     }
 
     #[test]
     fn unknown_names_stay() {
         let r = repl(&[("a", Value::Str("1".into()))]);
-        assert_eq!(substitute("x.$b", Some(&r)).unwrap(), Substituted::Pattern("x.$b".into()));
-        assert_eq!(substitute("x.$b", None).unwrap(), Substituted::Pattern("x.$b".into()));
+        assert_eq!(
+            substitute("x.$b", Some(&r)).unwrap(),
+            Substituted::Pattern("x.$b".into())
+        );
+        assert_eq!(
+            substitute("x.$b", None).unwrap(),
+            Substituted::Pattern("x.$b".into())
+        );
     }
 }

@@ -56,10 +56,16 @@ fn eval(targets: &[&str]) -> Result<Vec<TimeSeries>, QueryError> {
 #[test]
 fn a_path_gives_its_leaves_sorted_by_name() {
     let got = eval(&["servers.*.cpu"]).unwrap();
-    assert_eq!(names(&got), vec!["servers.db01.cpu", "servers.web01.cpu", "servers.web02.cpu"]);
+    assert_eq!(
+        names(&got),
+        vec!["servers.db01.cpu", "servers.web01.cpu", "servers.web02.cpu"]
+    );
     let s = &got[2];
     assert_eq!(s.path_expression, "servers.*.cpu");
-    assert_eq!(s.tags.iter().collect::<Vec<_>>(), vec![("name", "servers.web02.cpu")]);
+    assert_eq!(
+        s.tags.iter().collect::<Vec<_>>(),
+        vec![("name", "servers.web02.cpu")]
+    );
     assert_eq!(s.step, 60);
     assert_eq!(s.values.len(), 10);
     assert_eq!(s.values[4], None);
@@ -70,10 +76,21 @@ fn a_path_gives_its_leaves_sorted_by_name() {
 
 #[test]
 fn targets_are_concatenated_in_order() {
-    let got = eval(&["servers.web01.disk.*", "", "  ", "servers.db01.cpu", "nothing.here"]).unwrap();
+    let got = eval(&[
+        "servers.web01.disk.*",
+        "",
+        "  ",
+        "servers.db01.cpu",
+        "nothing.here",
+    ])
+    .unwrap();
     assert_eq!(
         names(&got),
-        vec!["servers.web01.disk.read", "servers.web01.disk.write", "servers.db01.cpu"]
+        vec![
+            "servers.web01.disk.read",
+            "servers.web01.disk.write",
+            "servers.db01.cpu"
+        ]
     );
 }
 
@@ -90,7 +107,9 @@ fn x_files_factor_comes_from_the_request() {
     let reg = Registry::empty();
     let mut c = ctx();
     c.x_files_factor = 0.75;
-    let got = Evaluator::new(&src, &reg).evaluate_targets(&c, &["servers.web01.cpu"]).unwrap();
+    let got = Evaluator::new(&src, &reg)
+        .evaluate_targets(&c, &["servers.web01.cpu"])
+        .unwrap();
     assert_eq!(got[0].x_files_factor, 0.75);
 }
 
@@ -115,7 +134,10 @@ fn templates_substitute_in_graphite_order() {
 fn constants_are_dropped_when_falsy_and_refused_otherwise() {
     assert!(eval(&["template($n, n=0)"]).unwrap().is_empty());
     let err = eval(&["template($n, n=5)"]).unwrap_err();
-    assert!(matches!(&err, QueryError::NotSeries { what, .. } if what == "an integer"), "{err}");
+    assert!(
+        matches!(&err, QueryError::NotSeries { what, .. } if what == "an integer"),
+        "{err}"
+    );
     assert!(err.is_input_error());
 }
 
@@ -128,7 +150,9 @@ fn graphite_lenient_parsing_by_default_strict_on_request() {
     let reg = Registry::empty();
     let mut c = ctx();
     c.strict = true;
-    let err = Evaluator::new(&src, &reg).evaluate_targets(&c, &["servers.db01.cpu junk"]).unwrap_err();
+    let err = Evaluator::new(&src, &reg)
+        .evaluate_targets(&c, &["servers.db01.cpu junk"])
+        .unwrap_err();
     assert!(matches!(err, QueryError::Parse(_)));
     assert!(err.is_input_error());
 }
@@ -156,7 +180,13 @@ impl SeriesSource for Counting {
         self.inner.find(pattern)
     }
 
-    fn fetch(&self, paths: &[String], from: i64, until: i64, now: i64) -> Result<Vec<FetchedSeries>, SourceError> {
+    fn fetch(
+        &self,
+        paths: &[String],
+        from: i64,
+        until: i64,
+        now: i64,
+    ) -> Result<Vec<FetchedSeries>, SourceError> {
         self.fetches.fetch_add(1, Ordering::SeqCst);
         let mut out = self.inner.fetch(paths, from, until, now)?;
         if let Some(d) = &self.duplicate {
@@ -175,7 +205,10 @@ fn one_fetch_for_all_targets() {
     };
     let reg = Registry::empty();
     let got = Evaluator::new(&src, &reg)
-        .evaluate_targets(&ctx(), &["servers.web*.cpu", "servers.db01.cpu", "servers.web*.cpu"])
+        .evaluate_targets(
+            &ctx(),
+            &["servers.web*.cpu", "servers.db01.cpu", "servers.web*.cpu"],
+        )
         .unwrap();
     assert_eq!(got.len(), 5);
     assert_eq!(src.fetches.load(Ordering::SeqCst), 1);
@@ -196,12 +229,18 @@ fn duplicate_answers_keep_the_most_complete() {
         duplicate: Some(fuller),
     };
     let reg = Registry::empty();
-    let got = Evaluator::new(&src, &reg).evaluate_targets(&ctx(), &["servers.web02.cpu"]).unwrap();
+    let got = Evaluator::new(&src, &reg)
+        .evaluate_targets(&ctx(), &["servers.web02.cpu"])
+        .unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].values[4], Some(99.0));
 }
 
-fn identity(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn identity(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let mut out = Vec::new();
     for v in inv.args.take(0) {
         if let Value::SeriesList(s) = v {
@@ -213,14 +252,22 @@ fn identity(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) ->
 
 /// `shifted(seriesList, seconds)`: evaluates its first argument again one window
 /// earlier, as timeShift does.
-fn shifted(session: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn shifted(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let by = inv.args.int(1).unwrap_or(0);
     let earlier = ctx.with_interval(ctx.from - by, ctx.until - by);
     session.eval_arg(&earlier, &inv.raw_args[0], inv.replacements)
 }
 
 /// `label(seriesList, text, by=...)`: renames every series (tests keyword arguments).
-fn label(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn label(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let text = inv.args.str(1).unwrap_or_default().to_string();
     let suffix = match inv.args.get(2) {
         Some(Value::SeriesList(s)) => format!("+{}", s.len()),
@@ -235,7 +282,9 @@ fn label(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Re
     Ok(Value::SeriesList(series))
 }
 
-static IDENTITY_PARAMS: [Param; 1] = [Param::new("seriesLists", ParamType::SeriesList).required().multiple()];
+static IDENTITY_PARAMS: [Param; 1] = [Param::new("seriesLists", ParamType::SeriesList)
+    .required()
+    .multiple()];
 static SHIFTED_PARAMS: [Param; 2] = [
     Param::new("seriesList", ParamType::SeriesList).required(),
     Param::new("seconds", ParamType::Integer).default(DefaultValue::Int(60)),
@@ -277,16 +326,26 @@ fn functions_receive_evaluated_arguments() {
     let src = source();
     let reg = registry();
     let e = Evaluator::new(&src, &reg);
-    let got = e.evaluate_targets(&ctx(), &["group(servers.db01.cpu, servers.web01.disk.*)"]).unwrap();
+    let got = e
+        .evaluate_targets(&ctx(), &["group(servers.db01.cpu, servers.web01.disk.*)"])
+        .unwrap();
     assert_eq!(
         names(&got),
-        vec!["servers.db01.cpu", "servers.web01.disk.read", "servers.web01.disk.write"]
+        vec![
+            "servers.db01.cpu",
+            "servers.web01.disk.read",
+            "servers.web01.disk.write"
+        ]
     );
     // pipes are calls with the piped value first
-    let got = e.evaluate_targets(&ctx(), &["servers.db01.cpu | label('x')"]).unwrap();
+    let got = e
+        .evaluate_targets(&ctx(), &["servers.db01.cpu | label('x')"])
+        .unwrap();
     assert_eq!(names(&got), vec!["x"]);
     // keyword arguments are evaluated too, paths included (graphite-web would give [])
-    let got = e.evaluate_targets(&ctx(), &["label(servers.db01.cpu, 'y', by=servers.*.cpu)"]).unwrap();
+    let got = e
+        .evaluate_targets(&ctx(), &["label(servers.db01.cpu, 'y', by=servers.*.cpu)"])
+        .unwrap();
     assert_eq!(names(&got), vec!["y+3"]);
 }
 
@@ -312,19 +371,39 @@ fn arguments_are_checked_against_the_parameters() {
     let src = source();
     let reg = registry();
     let e = Evaluator::new(&src, &reg);
-    let err = e.evaluate_targets(&ctx(), &["shifted(servers.db01.cpu, 1.5)"]).unwrap_err();
+    let err = e
+        .evaluate_targets(&ctx(), &["shifted(servers.db01.cpu, 1.5)"])
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "invalid parameters for shifted(): invalid \"integer\" value for parameter \"seconds\": 1.5"
     );
-    let err = e.evaluate_targets(&ctx(), &["shifted(servers.db01.cpu, 1, 2)"]).unwrap_err();
+    let err = e
+        .evaluate_targets(&ctx(), &["shifted(servers.db01.cpu, 1, 2)"])
+        .unwrap_err();
     assert!(err.to_string().contains("too many parameters"), "{err}");
-    let err = e.evaluate_targets(&ctx(), &["label(servers.db01.cpu, 'a', nope=1)"]).unwrap_err();
-    assert!(err.to_string().contains("unexpected keyword arguments: nope"), "{err}");
-    let err = e.evaluate_targets(&ctx(), &["shifted('text')"]).unwrap_err();
+    let err = e
+        .evaluate_targets(&ctx(), &["label(servers.db01.cpu, 'a', nope=1)"])
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("unexpected keyword arguments: nope"),
+        "{err}"
+    );
+    let err = e
+        .evaluate_targets(&ctx(), &["shifted('text')"])
+        .unwrap_err();
     assert!(err.to_string().contains("\"seriesList\""), "{err}");
-    let err = e.evaluate_targets(&ctx(), &["label(servers.db01.cpu)"]).unwrap_err();
-    assert!(err.to_string().contains("missing required parameter \"text\""), "{err}");
+    let err = e
+        .evaluate_targets(&ctx(), &["label(servers.db01.cpu)"])
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("missing required parameter \"text\""),
+        "{err}"
+    );
     // a string that reads as an integer is one, as Python's int() would have it
-    assert!(e.evaluate_targets(&ctx(), &["shifted(servers.db01.cpu, '60')"]).is_ok());
+    assert!(e
+        .evaluate_targets(&ctx(), &["shifted(servers.db01.cpu, '60')"])
+        .is_ok());
 }

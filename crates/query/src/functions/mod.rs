@@ -35,7 +35,8 @@ pub struct Invocation<'a> {
 }
 
 /// A function's body.
-pub type FunctionImpl = fn(&mut Session<'_>, &RequestContext, Invocation<'_>) -> Result<Value, QueryError>;
+pub type FunctionImpl =
+    fn(&mut Session<'_>, &RequestContext, Invocation<'_>) -> Result<Value, QueryError>;
 
 /// One function of the target language.
 #[derive(Clone, Copy, Debug)]
@@ -75,7 +76,8 @@ impl Registry {
 
     /// Adds a function under another name too (`sum` for `sumSeries`).
     pub fn alias(&mut self, alias: &'static str, def: FunctionDef) {
-        self.functions.insert(alias, FunctionDef { name: alias, ..def });
+        self.functions
+            .insert(alias, FunctionDef { name: alias, ..def });
     }
 
     pub fn get(&self, name: &str) -> Option<&FunctionDef> {

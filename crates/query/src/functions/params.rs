@@ -160,7 +160,10 @@ impl BoundArgs {
 
     /// Takes the values of parameter `i` out (to move series lists without copying).
     pub fn take(&mut self, i: usize) -> Vec<Value> {
-        self.slots.get_mut(i).map(std::mem::take).unwrap_or_default()
+        self.slots
+            .get_mut(i)
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     pub fn int(&self, i: usize) -> Option<i64> {
@@ -218,7 +221,11 @@ pub fn bind(
         let value = check(&params[index], arg, aggregators).map_err(invalid)?;
         slots[index].push(value);
     }
-    let keyword_params = if all_positional { &[][..] } else { &params[positional..] };
+    let keyword_params = if all_positional {
+        &[][..]
+    } else {
+        &params[positional..]
+    };
     let mut used = vec![false; kwargs.len()];
     for (offset, param) in keyword_params.iter().enumerate() {
         let found = kwargs.iter().position(|(k, _)| k == param.name);
@@ -231,7 +238,10 @@ pub fn bind(
         };
         if matches!(value, Value::None) {
             if param.required {
-                return Err(invalid(format!("missing required parameter {:?}", param.name)));
+                return Err(invalid(format!(
+                    "missing required parameter {:?}",
+                    param.name
+                )));
             }
             continue;
         }
@@ -244,7 +254,10 @@ pub fn bind(
         .map(|((k, _), _)| k.as_str())
         .collect();
     if !unexpected.is_empty() {
-        return Err(invalid(format!("unexpected keyword arguments: {}", unexpected.join(", "))));
+        return Err(invalid(format!(
+            "unexpected keyword arguments: {}",
+            unexpected.join(", ")
+        )));
     }
     for (slot, param) in slots.iter_mut().zip(params) {
         if slot.is_empty() {
@@ -274,7 +287,11 @@ fn check(param: &Param, value: Value, aggregators: &dyn Fn(&str) -> bool) -> Res
         let allowed = matches!(&value, Value::Str(s) if param.options.contains(&s.as_str())
             || (param.ty == ParamType::AggFunc && is_agg_func(s)));
         if !allowed {
-            return Err(format!("invalid option for parameter {:?}: {}", param.name, describe(&value)));
+            return Err(format!(
+                "invalid option for parameter {:?}: {}",
+                param.name,
+                describe(&value)
+            ));
         }
     }
     match param.ty {
@@ -300,7 +317,9 @@ fn check(param: &Param, value: Value, aggregators: &dyn Fn(&str) -> bool) -> Res
         ParamType::IntOrInf => integer(&value)
             .or_else(|| match &value {
                 Value::Float(x) if *x == f64::INFINITY => Some(value.clone()),
-                Value::Str(s) if py::float(s) == Some(f64::INFINITY) => Some(Value::Float(f64::INFINITY)),
+                Value::Str(s) if py::float(s) == Some(f64::INFINITY) => {
+                    Some(Value::Float(f64::INFINITY))
+                }
                 _ => None,
             })
             .ok_or_else(|| bad(&value)),

@@ -8,7 +8,11 @@ fn no_aggregators(_: &str) -> bool {
 }
 
 fn list(n: usize) -> Value {
-    Value::SeriesList((0..n).map(|i| TimeSeries::new(format!("s{i}"), 0, 60, 60, vec![Some(1.0)])).collect())
+    Value::SeriesList(
+        (0..n)
+            .map(|i| TimeSeries::new(format!("s{i}"), 0, 60, 60, vec![Some(1.0)]))
+            .collect(),
+    )
 }
 
 static PARAMS: [Param; 4] = [
@@ -19,14 +23,24 @@ static PARAMS: [Param; 4] = [
 ];
 
 fn bind4(args: Vec<Value>, kwargs: Vec<(&str, Value)>) -> Result<BoundArgs, QueryError> {
-    let kwargs = kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let kwargs = kwargs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     bind("f", &PARAMS, args, kwargs, &no_aggregators)
 }
 
 #[test]
 fn positional_then_keywords_then_defaults() {
-    let b = bind4(vec![list(2), Value::Int(3)], vec![("flag", Value::Str("TRUE".into()))]).unwrap();
-    assert_eq!(b.get(0).and_then(Value::as_series_list).map(<[_]>::len), Some(2));
+    let b = bind4(
+        vec![list(2), Value::Int(3)],
+        vec![("flag", Value::Str("TRUE".into()))],
+    )
+    .unwrap();
+    assert_eq!(
+        b.get(0).and_then(Value::as_series_list).map(<[_]>::len),
+        Some(2)
+    );
     // an integer where a float is expected is converted
     assert_eq!(b.get(1), Some(&Value::Float(3.0)));
     assert_eq!(b.float(1), Some(3.0));
@@ -39,7 +53,11 @@ fn explicit_none_is_kept_for_optional_parameters() {
     let b = bind4(vec![list(1), Value::Float(1.0), Value::None], vec![]).unwrap();
     assert_eq!(b.get(2), Some(&Value::None));
     // a keyword None counts as not given: the default applies
-    let b = bind4(vec![list(1), Value::Float(1.0)], vec![("func", Value::None)]).unwrap();
+    let b = bind4(
+        vec![list(1), Value::Float(1.0)],
+        vec![("func", Value::None)],
+    )
+    .unwrap();
     assert_eq!(b.str(2), Some("average"));
 }
 
@@ -51,12 +69,31 @@ fn refusals() {
         "invalid parameters for f(): invalid \"float\" value for parameter \"factor\": \"x\""
     );
     assert!(err(vec![list(1)], vec![]).contains("missing required parameter \"factor\""));
-    assert!(err(vec![list(1), Value::Int(1)], vec![("func", Value::Str("nope".into()))]).contains("\"aggFunc\""));
-    assert!(err(vec![list(1), Value::Int(1), Value::Str("sum".into()), Value::Bool(true), Value::Int(0)], vec![])
-        .contains("too many parameters"));
+    assert!(err(
+        vec![list(1), Value::Int(1)],
+        vec![("func", Value::Str("nope".into()))]
+    )
+    .contains("\"aggFunc\""));
+    assert!(err(
+        vec![
+            list(1),
+            Value::Int(1),
+            Value::Str("sum".into()),
+            Value::Bool(true),
+            Value::Int(0)
+        ],
+        vec![]
+    )
+    .contains("too many parameters"));
     // a keyword naming a parameter already given positionally is unexpected
-    assert!(err(vec![list(1), Value::Int(1)], vec![("factor", Value::Int(2))]).contains("unexpected keyword arguments: factor"));
-    assert!(err(vec![list(1), Value::Int(1)], vec![("flag", Value::Int(2))]).contains("\"boolean\""));
+    assert!(err(
+        vec![list(1), Value::Int(1)],
+        vec![("factor", Value::Int(2))]
+    )
+    .contains("unexpected keyword arguments: factor"));
+    assert!(
+        err(vec![list(1), Value::Int(1)], vec![("flag", Value::Int(2))]).contains("\"boolean\"")
+    );
 }
 
 #[test]
@@ -67,18 +104,31 @@ fn aggregation_names() {
     assert!(is_agg_func("rangeOf"));
     assert!(!is_agg_func("sumsSeries"));
     assert!(!is_agg_func("Series"));
-    let b = bind4(vec![list(1), Value::Int(1), Value::Str("maxSeries".into())], vec![]).unwrap();
+    let b = bind4(
+        vec![list(1), Value::Int(1), Value::Str("maxSeries".into())],
+        vec![],
+    )
+    .unwrap();
     assert_eq!(b.str(2), Some("maxSeries"));
 }
 
 static MULTI: [Param; 2] = [
     Param::new("name", ParamType::String).required(),
-    Param::new("seriesLists", ParamType::SeriesList).required().multiple(),
+    Param::new("seriesLists", ParamType::SeriesList)
+        .required()
+        .multiple(),
 ];
 
 #[test]
 fn multiple_takes_the_rest() {
-    let b = bind("g", &MULTI, vec![Value::Str("x".into()), list(1), list(2), list(3)], vec![], &no_aggregators).unwrap();
+    let b = bind(
+        "g",
+        &MULTI,
+        vec![Value::Str("x".into()), list(1), list(2), list(3)],
+        vec![],
+        &no_aggregators,
+    )
+    .unwrap();
     assert_eq!(b.all(1).len(), 3);
     // with a surplus, keyword arguments are all unexpected (as in graphite-web)
     let e = bind(
@@ -89,7 +139,10 @@ fn multiple_takes_the_rest() {
         &no_aggregators,
     )
     .unwrap_err();
-    assert!(e.to_string().contains("unexpected keyword arguments: name"), "{e}");
+    assert!(
+        e.to_string().contains("unexpected keyword arguments: name"),
+        "{e}"
+    );
 }
 
 static AGG_OR_SERIES: [Param; 1] = [Param::new("func", ParamType::AggOrSeriesFunc).required()];
@@ -102,26 +155,76 @@ static INTS: [Param; 2] = [
 #[test]
 fn special_types() {
     let agg = |name: &str| name == "myAgg";
-    let b = bind("h", &AGG_OR_SERIES, vec![Value::Str("myAgg".into())], vec![], &agg).unwrap();
+    let b = bind(
+        "h",
+        &AGG_OR_SERIES,
+        vec![Value::Str("myAgg".into())],
+        vec![],
+        &agg,
+    )
+    .unwrap();
     assert_eq!(b.str(0), Some("myAgg"));
     // graphite-web's validator answers False instead of raising
-    let b = bind("h", &AGG_OR_SERIES, vec![Value::Str("zzz".into())], vec![], &agg).unwrap();
+    let b = bind(
+        "h",
+        &AGG_OR_SERIES,
+        vec![Value::Str("zzz".into())],
+        vec![],
+        &agg,
+    )
+    .unwrap();
     assert_eq!(b.bool(0), Some(false));
 
-    assert!(bind("o", &OPTIONS, vec![Value::Str("a".into())], vec![], &no_aggregators).is_ok());
-    let e = bind("o", &OPTIONS, vec![Value::Str("c".into())], vec![], &no_aggregators).unwrap_err();
-    assert!(e.to_string().contains("invalid option for parameter \"mode\": \"c\""), "{e}");
+    assert!(bind(
+        "o",
+        &OPTIONS,
+        vec![Value::Str("a".into())],
+        vec![],
+        &no_aggregators
+    )
+    .is_ok());
+    let e = bind(
+        "o",
+        &OPTIONS,
+        vec![Value::Str("c".into())],
+        vec![],
+        &no_aggregators,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("invalid option for parameter \"mode\": \"c\""),
+        "{e}"
+    );
 
-    let b = bind("i", &INTS, vec![Value::Float(f64::INFINITY), Value::Str("-5min".into())], vec![], &no_aggregators).unwrap();
+    let b = bind(
+        "i",
+        &INTS,
+        vec![Value::Float(f64::INFINITY), Value::Str("-5min".into())],
+        vec![],
+        &no_aggregators,
+    )
+    .unwrap();
     assert_eq!(b.float(0), Some(f64::INFINITY));
     assert_eq!(b.str(1), Some("-5min"));
-    assert!(bind("i", &INTS, vec![Value::Int(1), Value::Str("5m".into())], vec![], &no_aggregators).is_err());
+    assert!(bind(
+        "i",
+        &INTS,
+        vec![Value::Int(1), Value::Str("5m".into())],
+        vec![],
+        &no_aggregators
+    )
+    .is_err());
     assert!(bind("i", &INTS, vec![Value::Float(2.0)], vec![], &no_aggregators).is_err());
 }
 
 #[test]
 fn registry_lookup() {
-    fn noop(_: &mut crate::eval::Session<'_>, _: &RequestContext, _: Invocation<'_>) -> Result<Value, QueryError> {
+    fn noop(
+        _: &mut crate::eval::Session<'_>,
+        _: &RequestContext,
+        _: Invocation<'_>,
+    ) -> Result<Value, QueryError> {
         Ok(Value::None)
     }
     let mut r = Registry::empty();
@@ -139,6 +242,9 @@ fn registry_lookup() {
     assert_eq!(r.get("sum").map(|f| f.name), Some("sum"));
     assert!(r.is_aggregator("sumSeries"));
     assert!(!r.is_aggregator("nope"));
-    assert_eq!(r.iter().map(|f| f.name).collect::<Vec<_>>(), vec!["sum", "sumSeries"]);
+    assert_eq!(
+        r.iter().map(|f| f.name).collect::<Vec<_>>(),
+        vec!["sum", "sumSeries"]
+    );
     assert!(Registry::standard().get("sumSeries").is_none());
 }

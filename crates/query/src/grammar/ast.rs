@@ -179,7 +179,9 @@ fn write_path(out: &mut String, path: &str, in_arg: bool) {
     let kwarg_like = in_arg && {
         let ident = path
             .char_indices()
-            .take_while(|&(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()))
+            .take_while(|&(i, c)| {
+                c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())
+            })
             .count();
         ident > 0 && path[ident..].starts_with('=')
     };
@@ -205,7 +207,11 @@ fn write_literal(out: &mut String, lit: &Literal) {
         }
         Literal::Float(x) => write_float(out, *x),
         Literal::Str(s) => {
-            let quote = if parser::is_string_body(s, '\'') { '\'' } else { '"' };
+            let quote = if parser::is_string_body(s, '\'') {
+                '\''
+            } else {
+                '"'
+            };
             out.push(quote);
             out.push_str(s);
             out.push(quote);

@@ -1,5 +1,5 @@
 //! The target language: `sumSeries(servers.web*.cpu.{user,system})`, parsed exactly
-//! as graphite-web 1.1.10's pyparsing grammar parses it ([`parser`] says how), into
+//! as graphite-web 1.1.10's pyparsing grammar parses it (`parser.rs` says how), into
 //! the tree of [`ast`].
 //!
 //! Two entry points:
@@ -121,14 +121,21 @@ pub fn parse_strict(target: &str) -> Result<Expr, ParseError> {
 fn error(chars: &[char], p: &parser::Parser<'_>, at_least: usize, too_deep: bool) -> ParseError {
     let position = p.furthest.max(at_least);
     let target: String = if chars.len() > QUOTE_LIMIT {
-        chars[..QUOTE_LIMIT].iter().chain("...".chars().collect::<Vec<_>>().iter()).collect()
+        chars[..QUOTE_LIMIT]
+            .iter()
+            .chain("...".chars().collect::<Vec<_>>().iter())
+            .collect()
     } else {
         chars.iter().collect()
     };
     ParseError {
         target,
         position,
-        expected: if position == p.furthest { p.expected.clone() } else { Vec::new() },
+        expected: if position == p.furthest {
+            p.expected.clone()
+        } else {
+            Vec::new()
+        },
         found: chars.get(position).copied(),
         too_deep,
     }

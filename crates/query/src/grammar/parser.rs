@@ -86,7 +86,10 @@ fn string_body_end(t: &[char], from: usize, quote: char) -> usize {
         } else if c == '\\' {
             match t.get(i + 1) {
                 Some('x') => {
-                    let hex = t[i + 2..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
+                    let hex = t[i + 2..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_hexdigit())
+                        .count();
                     if hex == 0 {
                         break;
                     }
@@ -200,7 +203,11 @@ impl<'t> Parser<'t> {
     /// `template ( (call | path) [, literals | , key=literal pairs] )`.
     fn template(&mut self, from: usize) -> Option<(Template, usize)> {
         let p = self.ws(from);
-        if !"template".chars().enumerate().all(|(k, c)| self.is(p + k, c)) {
+        if !"template"
+            .chars()
+            .enumerate()
+            .all(|(k, c)| self.is(p + k, c))
+        {
             return None;
         }
         let open = self.ws(p + 8);
@@ -235,7 +242,9 @@ impl<'t> Parser<'t> {
                     if !self.is(c, ',') || self.lit_kwarg(c + 1).is_some() {
                         break;
                     }
-                    let Some((lit, e)) = self.lit_arg(c + 1) else { break };
+                    let Some((lit, e)) = self.lit_arg(c + 1) else {
+                        break;
+                    };
                     args.push(lit);
                     end = e;
                 }
@@ -502,7 +511,9 @@ impl<'t> Parser<'t> {
     pub(super) fn path(&mut self, p: usize) -> Option<(String, usize)> {
         let (mut text, mut end) = self.path_element(p)?;
         while self.is(end, '.') {
-            let Some((more, e)) = self.path_element(end + 1) else { break };
+            let Some((more, e)) = self.path_element(end + 1) else {
+                break;
+            };
             text.push('.');
             text.push_str(&more);
             end = e;
@@ -554,7 +565,9 @@ impl<'t> Parser<'t> {
         let mut end = self.partial(p + 1, &mut inner)?;
         while self.is(end, ',') {
             let mut more = String::from(",");
-            let Some(e) = self.partial(end + 1, &mut more) else { break };
+            let Some(e) = self.partial(end + 1, &mut more) else {
+                break;
+            };
             inner.push_str(&more);
             end = e;
         }

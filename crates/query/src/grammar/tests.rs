@@ -90,7 +90,11 @@ fn dump_literal(out: &mut String, lit: &Literal) {
             json_str(out, s);
             out.push(']');
         }
-        Literal::Bool(b) => out.push_str(if *b { "[\"bool\",true]" } else { "[\"bool\",false]" }),
+        Literal::Bool(b) => out.push_str(if *b {
+            "[\"bool\",true]"
+        } else {
+            "[\"bool\",false]"
+        }),
         Literal::None => out.push_str("[\"none\"]"),
         Literal::Inf => out.push_str("[\"inf\"]"),
     }
@@ -140,15 +144,26 @@ fn same_trees_as_graphite_web() {
             failures.push(format!("{target:?}\n   got  {got}\n   want {want}"));
         }
     }
-    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), CASES.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} differ:\n{}",
+        failures.len(),
+        CASES.len(),
+        failures.join("\n")
+    );
 }
 
 fn round_trip(target: &str) {
     let Ok(first) = parse(target) else { return };
     let printed = first.expr.to_string();
-    let second = parse_strict(&printed).unwrap_or_else(|e| panic!("{target:?} printed as {printed:?}, which fails: {e}"));
+    let second = parse_strict(&printed)
+        .unwrap_or_else(|e| panic!("{target:?} printed as {printed:?}, which fails: {e}"));
     assert_eq!(first.expr, second, "{target:?} printed as {printed:?}");
-    assert_eq!(second.to_string(), printed, "printing is stable for {target:?}");
+    assert_eq!(
+        second.to_string(),
+        printed,
+        "printing is stable for {target:?}"
+    );
 }
 
 #[test]
@@ -161,10 +176,22 @@ fn round_trips() {
 #[test]
 fn canonical_spelling() {
     let print = |s: &str| parse(s).unwrap().expr.to_string();
-    assert_eq!(print("sumSeries( a.b , c.{d,e} )"), "sumSeries(a.b,c.{d,e})");
-    assert_eq!(print("a.b | scale(2) | alias('x')"), "a.b|scale(2)|alias('x')");
-    assert_eq!(print("f(a, 1e5, -1.5E-3, 2.0, 1e400)"), "f(a,100000.0,-0.0015,2.0,1e999)");
-    assert_eq!(print("f(a, TRUE, none, INF, k=\"it's\")"), "f(a,true,None,inf,k=\"it's\")");
+    assert_eq!(
+        print("sumSeries( a.b , c.{d,e} )"),
+        "sumSeries(a.b,c.{d,e})"
+    );
+    assert_eq!(
+        print("a.b | scale(2) | alias('x')"),
+        "a.b|scale(2)|alias('x')"
+    );
+    assert_eq!(
+        print("f(a, 1e5, -1.5E-3, 2.0, 1e400)"),
+        "f(a,100000.0,-0.0015,2.0,1e999)"
+    );
+    assert_eq!(
+        print("f(a, TRUE, none, INF, k=\"it's\")"),
+        "f(a,true,None,inf,k=\"it's\")"
+    );
     assert_eq!(print("a\\(b\\)"), "a\\(b\\)");
     assert_eq!(print("f(a\\=b)"), "f(a\\=b)");
     // found by fuzzing: an escape is all that keeps this argument from being a number
@@ -177,7 +204,10 @@ fn canonical_spelling() {
 fn integers_beyond_i64_become_floats() {
     // graphite-web keeps a Python int of any size; sumi reads it as the nearest float
     let p = parse("f(a, 99999999999999999999)").unwrap();
-    assert_eq!(dump(&p.expr), r#"["call","f",[["path","a"],["float","1e+20"]],[]]"#);
+    assert_eq!(
+        dump(&p.expr),
+        r#"["call","f",[["path","a"],["float","1e+20"]],[]]"#
+    );
 }
 
 #[test]
@@ -201,7 +231,11 @@ fn strict_errors_say_where_and_what() {
         "invalid target \"sumSeries(a.b\": expected ',' or ')' at position 13, found the end of the target"
     );
     let e = parse_strict("f(x=1)").unwrap_err();
-    assert!(e.to_string().contains("a positional argument before keyword arguments at position 2"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("a positional argument before keyword arguments at position 2"),
+        "{e}"
+    );
     let e = parse_strict("a.b c").unwrap_err();
     assert_eq!((e.position, e.found), (4, Some('c')));
     let e = parse_strict("(a").unwrap_err();
@@ -218,11 +252,19 @@ fn strict_errors_say_where_and_what() {
 
 #[test]
 fn nesting_is_limited() {
-    let deep = format!("{}a{}", "f(".repeat(parser::MAX_DEPTH + 5), ")".repeat(parser::MAX_DEPTH + 5));
+    let deep = format!(
+        "{}a{}",
+        "f(".repeat(parser::MAX_DEPTH + 5),
+        ")".repeat(parser::MAX_DEPTH + 5)
+    );
     let e = parse(&deep).unwrap_err();
     assert!(e.too_deep);
     assert!(e.to_string().contains("nested deeper than"), "{e}");
-    let ok = format!("{}a{}", "f(".repeat(parser::MAX_DEPTH - 1), ")".repeat(parser::MAX_DEPTH - 1));
+    let ok = format!(
+        "{}a{}",
+        "f(".repeat(parser::MAX_DEPTH - 1),
+        ")".repeat(parser::MAX_DEPTH - 1)
+    );
     assert!(parse(&ok).is_ok());
 }
 
@@ -239,10 +281,14 @@ fn nested_templates_parse_in_linear_time() {
 #[test]
 fn raw_text_is_kept_for_calls() {
     let p = parse("seriesByTag('name=cpu',  'host=a')").unwrap();
-    let Expr::Call(c) = p.expr else { panic!("not a call") };
+    let Expr::Call(c) = p.expr else {
+        panic!("not a call")
+    };
     assert_eq!(c.raw.as_str(), "seriesByTag('name=cpu',  'host=a')");
     let p = parse("a.b |  seriesByTag( 'x=y' )").unwrap();
-    let Expr::Call(c) = p.expr else { panic!("not a call") };
+    let Expr::Call(c) = p.expr else {
+        panic!("not a call")
+    };
     assert!(c.piped);
     assert_eq!(c.raw.as_str(), "seriesByTag( 'x=y' )");
 }
@@ -313,12 +359,16 @@ proptest! {
 #[test]
 #[ignore]
 fn differential_file() {
-    let Ok(path) = std::env::var("SUMI_GRAMMAR_DIFF") else { return };
+    let Ok(path) = std::env::var("SUMI_GRAMMAR_DIFF") else {
+        return;
+    };
     let text = std::fs::read_to_string(path).expect("readable diff file");
     let mut failures = Vec::new();
     let mut count = 0;
     for line in text.lines() {
-        let Some((hex, want)) = line.split_once('\t') else { continue };
+        let Some((hex, want)) = line.split_once('\t') else {
+            continue;
+        };
         let bytes: Vec<u8> = (0..hex.len() / 2)
             .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex"))
             .collect();
@@ -330,5 +380,15 @@ fn differential_file() {
         }
         round_trip(&target);
     }
-    assert!(failures.is_empty(), "{} of {count} differ:\n{}", failures.len(), failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {count} differ:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(30)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }

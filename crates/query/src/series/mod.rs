@@ -97,7 +97,13 @@ impl TimeSeries {
     /// A series named `name` with graphite-web's defaults: path expression = name,
     /// tags parsed from the name, average consolidation, xFilesFactor 0, one value per
     /// point.
-    pub fn new(name: impl Into<String>, start: i64, end: i64, step: i64, values: Vec<Option<f64>>) -> TimeSeries {
+    pub fn new(
+        name: impl Into<String>,
+        start: i64,
+        end: i64,
+        step: i64,
+        values: Vec<Option<f64>>,
+    ) -> TimeSeries {
         let name = name.into();
         TimeSeries {
             tags: Tags::from_name(&name),
@@ -120,14 +126,21 @@ impl TimeSeries {
 
     /// The values as readers see them: consolidated when `values_per_point > 1`.
     pub fn consolidated(&self) -> Consolidated<'_> {
-        Consolidated::new(&self.values, self.values_per_point, self.consolidation, self.x_files_factor)
+        Consolidated::new(
+            &self.values,
+            self.values_per_point,
+            self.consolidation,
+            self.x_files_factor,
+        )
     }
 
     /// `(value, timestamp)` pairs as graphite-web's `datapoints()`: consolidated values
     /// against `start, start + step * values_per_point, …` up to `end` inclusive, as
     /// many as both run. A series with no positive step has none (graphite-web raises).
     pub fn datapoints(&self) -> impl Iterator<Item = (Option<f64>, i64)> + '_ {
-        let stride = self.step.saturating_mul(self.values_per_point.max(1) as i64);
+        let stride = self
+            .step
+            .saturating_mul(self.values_per_point.max(1) as i64);
         let count = if stride > 0 && self.end >= self.start {
             ((self.end - self.start) / stride + 1) as usize
         } else {
@@ -153,7 +166,12 @@ pub struct Consolidated<'a> {
 }
 
 impl<'a> Consolidated<'a> {
-    pub fn new(values: &'a [Option<f64>], per_point: usize, func: Consolidation, xff: f64) -> Consolidated<'a> {
+    pub fn new(
+        values: &'a [Option<f64>],
+        per_point: usize,
+        func: Consolidation,
+        xff: f64,
+    ) -> Consolidated<'a> {
         Consolidated {
             values,
             per_point: per_point.max(1),

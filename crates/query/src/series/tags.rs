@@ -34,7 +34,10 @@ impl Tags {
     }
 
     pub fn get(&self, tag: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == tag).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == tag)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Sets a tag, keeping the position of an existing one.
@@ -155,7 +158,10 @@ mod tests {
         assert_eq!(pairs(&Tags::from_name("a.b.c")), vec![("name", "a.b.c")]);
         assert_eq!(pairs(&Tags::from_name("~a.b")), vec![("name", "a.b")]);
         assert_eq!(pairs(&Tags::from_name("~")), vec![("name", "~")]);
-        assert_eq!(pairs(&Tags::from_name("sumSeries(a.b)")), vec![("name", "sumSeries(a.b)")]);
+        assert_eq!(
+            pairs(&Tags::from_name("sumSeries(a.b)")),
+            vec![("name", "sumSeries(a.b)")]
+        );
     }
 
     #[test]
@@ -164,12 +170,24 @@ mod tests {
             pairs(&Tags::from_name("cpu;host=web01;dc=ams")),
             vec![("host", "web01"), ("dc", "ams"), ("name", "cpu")]
         );
-        assert_eq!(pairs(&Tags::from_name("cpu;a=1;a=2")), vec![("a", "2"), ("name", "cpu")]);
+        assert_eq!(
+            pairs(&Tags::from_name("cpu;a=1;a=2")),
+            vec![("a", "2"), ("name", "cpu")]
+        );
         // invalid segments: the whole name is kept
-        assert_eq!(pairs(&Tags::from_name("cpu;novalue")), vec![("name", "cpu;novalue")]);
-        assert_eq!(pairs(&Tags::from_name("cpu;a=~x")), vec![("name", "cpu;a=~x")]);
+        assert_eq!(
+            pairs(&Tags::from_name("cpu;novalue")),
+            vec![("name", "cpu;novalue")]
+        );
+        assert_eq!(
+            pairs(&Tags::from_name("cpu;a=~x")),
+            vec![("name", "cpu;a=~x")]
+        );
         assert_eq!(pairs(&Tags::from_name(";a=b")), vec![("name", ";a=b")]);
-        assert_eq!(pairs(&Tags::from_name("cpu;a!=b")), vec![("name", "cpu;a!=b")]);
+        assert_eq!(
+            pairs(&Tags::from_name("cpu;a!=b")),
+            vec![("name", "cpu;a!=b")]
+        );
     }
 
     #[test]
@@ -178,8 +196,14 @@ mod tests {
             pairs(&Tags::from_name(r#"cpu{host="web01",dc="a\"b"}"#)),
             vec![("host", "web01"), ("dc", "a\"b"), ("name", "cpu")]
         );
-        assert_eq!(pairs(&Tags::from_name(r#"cpu{host=web01"}"#)), vec![("name", r#"cpu{host=web01"}"#)]);
+        assert_eq!(
+            pairs(&Tags::from_name(r#"cpu{host=web01"}"#)),
+            vec![("name", r#"cpu{host=web01"}"#)]
+        );
         // an OpenMetrics-looking name that fails is not read as carbon tags either
-        assert_eq!(pairs(&Tags::from_name(r#"a;b=c{x"}"#)), vec![("name", r#"a;b=c{x"}"#)]);
+        assert_eq!(
+            pairs(&Tags::from_name(r#"a;b=c{x"}"#)),
+            vec![("name", r#"a;b=c{x"}"#)]
+        );
     }
 }

@@ -3,7 +3,13 @@
 use super::*;
 
 fn series(values: &[Option<f64>], vpp: usize, func: Consolidation, xff: f64) -> TimeSeries {
-    let mut s = TimeSeries::new("a.b", 100, 100 + 10 * values.len() as i64, 10, values.to_vec());
+    let mut s = TimeSeries::new(
+        "a.b",
+        100,
+        100 + 10 * values.len() as i64,
+        10,
+        values.to_vec(),
+    );
     s.consolidation = func;
     s.x_files_factor = xff;
     s.consolidate(vpp);
@@ -20,14 +26,20 @@ const N: Option<f64> = None;
 fn functions_like_graphite() {
     let v = [Some(1.0), N, Some(3.0), Some(-2.0), N, N, Some(5.0)];
     let cases = [
-        (Consolidation::Average, vec![Some(2.0), Some(-2.0), Some(5.0)]),
+        (
+            Consolidation::Average,
+            vec![Some(2.0), Some(-2.0), Some(5.0)],
+        ),
         (Consolidation::Sum, vec![Some(4.0), Some(-2.0), Some(5.0)]),
         (Consolidation::Min, vec![Some(1.0), Some(-2.0), Some(5.0)]),
         (Consolidation::Max, vec![Some(3.0), Some(-2.0), Some(5.0)]),
         (Consolidation::First, vec![Some(1.0), Some(-2.0), Some(5.0)]),
         (Consolidation::Last, vec![Some(3.0), Some(-2.0), Some(5.0)]),
         // missing slots count as zeros; the short last group divides by its own length
-        (Consolidation::AvgZero, vec![Some(4.0 / 3.0), Some(-2.0 / 3.0), Some(5.0)]),
+        (
+            Consolidation::AvgZero,
+            vec![Some(4.0 / 3.0), Some(-2.0 / 3.0), Some(5.0)],
+        ),
     ];
     for (func, want) in cases {
         assert_eq!(read(&series(&v, 3, func, 0.0)), want, "{func}");
@@ -38,8 +50,14 @@ fn functions_like_graphite() {
 fn x_files_factor_counts_against_the_full_group() {
     let v = [Some(1.0), N, N, N, Some(2.0), N, Some(3.0)];
     // 1/3 known in each full group, and the last short group also counts 1/3
-    assert_eq!(read(&series(&v, 3, Consolidation::Average, 0.34)), vec![N, N, N]);
-    assert_eq!(read(&series(&v, 3, Consolidation::Average, 0.33)), vec![Some(1.0), Some(2.0), Some(3.0)]);
+    assert_eq!(
+        read(&series(&v, 3, Consolidation::Average, 0.34)),
+        vec![N, N, N]
+    );
+    assert_eq!(
+        read(&series(&v, 3, Consolidation::Average, 0.33)),
+        vec![Some(1.0), Some(2.0), Some(3.0)]
+    );
     // nothing known is None whatever the factor
     assert_eq!(read(&series(&[N, N], 2, Consolidation::Sum, 0.0)), vec![N]);
 }
@@ -49,7 +67,12 @@ fn sums_start_from_python_zero() {
     // Python: sum([-0.0]) == 0.0 and (0.1 + 0.2) + 0.3 left to right
     let s = series(&[Some(-0.0), N], 2, Consolidation::Sum, 0.0);
     assert_eq!(read(&s)[0].map(f64::to_bits), Some(0.0f64.to_bits()));
-    let s = series(&[Some(0.1), Some(0.2), Some(0.3)], 3, Consolidation::Sum, 0.0);
+    let s = series(
+        &[Some(0.1), Some(0.2), Some(0.3)],
+        3,
+        Consolidation::Sum,
+        0.0,
+    );
     assert_eq!(read(&s), vec![Some((0.1 + 0.2) + 0.3)]);
 }
 
@@ -63,10 +86,18 @@ fn nan_handling_follows_python_max() {
 
 #[test]
 fn datapoints_use_the_consolidated_step() {
-    let s = series(&[Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0)], 2, Consolidation::Sum, 0.0);
+    let s = series(
+        &[Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0)],
+        2,
+        Consolidation::Sum,
+        0.0,
+    );
     // start 100, end 150, step 10 * 2: timestamps 100, 120, 140
     let points: Vec<_> = s.datapoints().collect();
-    assert_eq!(points, vec![(Some(3.0), 100), (Some(7.0), 120), (Some(5.0), 140)]);
+    assert_eq!(
+        points,
+        vec![(Some(3.0), 100), (Some(7.0), 120), (Some(5.0), 140)]
+    );
     let plain = TimeSeries::new("x", 0, 60, 60, vec![Some(1.0)]);
     assert_eq!(plain.datapoints().collect::<Vec<_>>(), vec![(Some(1.0), 0)]);
     // timestamps stop at end (inclusive) even when values run longer

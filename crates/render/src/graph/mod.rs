@@ -28,6 +28,7 @@ mod legend;
 mod options;
 mod parse;
 mod plot;
+mod polyline;
 mod raster;
 mod series;
 mod svg;
@@ -176,13 +177,9 @@ pub fn render_graph_with_info(
     }
     match format {
         ImageFormat::Png => {
-            let t0 = std::time::Instant::now();
             let mut canvas = raster::Raster::new(w, h, fonts)?;
             let info = layout::draw(&mut canvas, fonts, series, opts, (start, end), tz)?;
-            let t1 = std::time::Instant::now();
-            let png = canvas.encode_png()?;
-            eprintln!("TIMING draw {:?} encode {:?}", t1 - t0, t1.elapsed());
-            Ok((png, info))
+            Ok((canvas.encode_png()?, info))
         }
         ImageFormat::Svg => {
             let mut canvas = svg::Svg::new(w, h);

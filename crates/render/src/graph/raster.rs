@@ -10,6 +10,7 @@ use super::canvas::{Align, Canvas, Join, Path, Rect, Seg, Stroke, TextRun};
 use super::color::Rgba;
 use super::error::GraphError;
 use super::font::Fonts;
+use super::polyline::{Bounds, LineMask};
 
 /// Slant of synthesised italics (`fontItalic`): the font has no italic face.
 const ITALIC_SKEW: f32 = 0.2;
@@ -18,6 +19,9 @@ const ITALIC_SKEW: f32 = 0.2;
 pub(crate) struct Raster {
     pixmap: Pixmap,
     clip: Option<Mask>,
+    clip_rect: Option<Rect>,
+    /// Coverage of the solid line being drawn (see `polyline.rs`).
+    lines: LineMask,
     fonts: &'static Fonts,
     /// Glyph outlines as paths in font units, per (bold, glyph id).
     glyphs: HashMap<(bool, u16), Option<tiny_skia::Path>>,
@@ -28,8 +32,10 @@ impl Raster {
         let pixmap =
             Pixmap::new(width, height).ok_or_else(|| GraphError::Encode(format!("cannot allocate a {width}x{height} image")))?;
         Ok(Raster {
+            lines: LineMask::new(width as usize, height as usize),
             pixmap,
             clip: None,
+            clip_rect: None,
             fonts,
             glyphs: HashMap::new(),
         })
@@ -65,6 +71,47 @@ impl Raster {
 
 }
 
+impl Raster {
+    /// Strokes a solid path with the fast polyline rasteriser, inside the clip.
+    fn stroke_solid(&mut self, path: &Path, width: f32, color: Rgba) {
+        let (w, h) = (self.pixmap.width() as usize, self.pixmap.height() as usize);
+        // Pixels whose centres are inside the clip rectangle.
+        let bounds = match self.clip_rect {
+            Some(r) => Bounds {
+                x0: (r.x - 0.5).ceil().max(0.0) as usize,
+                y0: (r.y - 0.5).ceil().max(0.0) as usize,
+                x1: ((r.x + r.w - 0.5).floor() + 1.0).clamp(0.0, w as f32) as usize,
+                y1: ((r.y + r.h - 0.5).floor() + 1.0).clamp(0.0, h as f32) as usize,
+            },
+            None => Bounds { x0: 0, y0: 0, x1: w, y1: h },
+        };
+        let hw = width / 2.0;
+        let mut start: Option<(f32, f32)> = None;
+        let mut prev: Option<(f32, f32)> = None;
+        for seg in &path.segs {
+            match *seg {
+                Seg::Move(x, y) => {
+                    start = Some((x, y));
+                    prev = Some((x, y));
+                }
+                Seg::Line(x, y) => {
+                    if let Some(p) = prev {
+                        self.lines.segment(p, (x, y), hw, bounds);
+                    }
+                    prev = Some((x, y));
+                }
+                Seg::Close => {
+                    if let (Some(p), Some(s)) = (prev, start) {
+                        self.lines.segment(p, s, hw, bounds);
+                    }
+                    prev = start;
+                }
+            }
+        }
+        self.lines.composite(self.pixmap.data_mut(), color);
+    }
+}
+
 fn paint(color: Rgba) -> Paint<'static> {
     let mut paint = Paint::default();
     paint.set_color_rgba8(color.r, color.g, color.b, (color.a * 255.0).round() as u8);
@@ -82,55 +129,6 @@ fn to_skia(path: &Path) -> Option<tiny_skia::Path> {
         }
     }
     b.finish()
-}
-
-/// Segments per stroked piece. tiny-skia strokes a long polyline as one outline
-/// whose edges it sorts and scans over the polyline's whole bounding box; pieces of
-/// a few dozen segments with small boxes are several times faster. Consecutive
-/// pieces share one segment, so the joins between them are drawn.
-const CHUNK: usize = 32;
-
-/// `path` cut into pieces of at most `CHUNK` line segments (dashed strokes stay
-/// whole so the dash pattern runs on).
-fn chunks(path: &Path) -> Vec<Path> {
-    let mut out = Vec::new();
-    let mut cur = Path::new();
-    let mut prev: Option<(f32, f32)> = None;
-    let mut before_prev: Option<(f32, f32)> = None;
-    let mut lines = 0;
-    for seg in &path.segs {
-        match *seg {
-            Seg::Move(x, y) => {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-                cur = Path::new();
-                cur.segs.push(Seg::Move(x, y));
-                lines = 0;
-                before_prev = None;
-                prev = Some((x, y));
-            }
-            Seg::Line(x, y) => {
-                if lines >= CHUNK {
-                    if let (Some(a), Some(b)) = (before_prev, prev) {
-                        out.push(std::mem::take(&mut cur));
-                        cur.segs.push(Seg::Move(a.0, a.1));
-                        cur.segs.push(Seg::Line(b.0, b.1));
-                        lines = 1;
-                    }
-                }
-                cur.segs.push(Seg::Line(x, y));
-                lines += 1;
-                before_prev = prev;
-                prev = Some((x, y));
-            }
-            Seg::Close => cur.segs.push(Seg::Close),
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
 }
 
 /// A glyph outline (separate curves, y up, font units) as one path of contours.
@@ -188,6 +186,10 @@ impl Canvas for Raster {
         if color.a <= 0.0 || stroke.width <= 0.0 || path.is_empty() {
             return;
         }
+        if stroke.dash.is_none() {
+            self.stroke_solid(path, stroke.width, color);
+            return;
+        }
         let s = tiny_skia::Stroke {
             width: stroke.width,
             // cairo's default, which graphite-web's pictures have.
@@ -199,11 +201,9 @@ impl Canvas for Raster {
             },
             dash: stroke.dash.and_then(|d| StrokeDash::new(vec![d, d], 1.0)),
         };
-        let paint = paint(color);
-        for chunk in chunks(path) {
-            if let Some(p) = to_skia(&chunk) {
-                self.pixmap.stroke_path(&p, &paint, &s, Transform::identity(), self.clip.as_ref());
-            }
+        if let Some(p) = to_skia(path) {
+            self.pixmap
+                .stroke_path(&p, &paint(color), &s, Transform::identity(), self.clip.as_ref());
         }
     }
 
@@ -238,6 +238,7 @@ impl Canvas for Raster {
     }
 
     fn set_clip(&mut self, clip: Option<Rect>) {
+        self.clip_rect = clip;
         self.clip = clip.and_then(|r| {
             let rect = tiny_skia::Rect::from_xywh(r.x, r.y, r.w, r.h)?;
             let mut mask = Mask::new(self.pixmap.width(), self.pixmap.height())?;

@@ -76,6 +76,7 @@ pub(super) fn analyze(values: &[f64]) -> Option<Decimals> {
         ints: Vec::with_capacity(n),
         exceptions: Vec::new(),
     };
+    let mut max_abs = MaxAbs::default();
     let mut rest = values;
     loop {
         // Convert at the current `d` until a value does not fit it.
@@ -88,12 +89,15 @@ pub(super) fn analyze(values: &[f64]) -> Option<Decimals> {
             break;
         };
         rest = tail;
-        match raise(&mut dec, v) {
+        match raise(&mut dec, &mut max_abs, v) {
             Some(m) => dec.ints.push(m),
             None => {
                 dec.exceptions.push(dec.ints.len());
                 dec.ints.push(dec.ints.last().copied().unwrap_or(0));
-                if dec.exceptions.len() > max_exceptions {
+                // Give up early on blocks that are mostly not decimals (random doubles,
+                // ratios): each miss above tried every larger `d`.
+                let misses = dec.exceptions.len();
+                if misses > max_exceptions || (misses > 8 && 2 * misses > dec.ints.len()) {
                     return None;
                 }
             }
@@ -128,9 +132,30 @@ fn extend_decimals(ints: &mut Vec<i64>, vals: &[f64], p: f64) -> usize {
     vals.len()
 }
 
+/// The largest `|m|` of the integers so far, brought up to date lazily (amortised O(1) a
+/// value, where a scan at every miss would make blocks of misses quadratic).
+#[derive(Debug, Default)]
+struct MaxAbs {
+    /// How many integers `max` covers.
+    upto: usize,
+    max: u64,
+}
+
+impl MaxAbs {
+    fn get(&mut self, ints: &[i64]) -> u64 {
+        let new = ints.get(self.upto..).unwrap_or_default();
+        self.max = new
+            .iter()
+            .map(|m| m.unsigned_abs())
+            .fold(self.max, u64::max);
+        self.upto = ints.len();
+        self.max
+    }
+}
+
 /// Tries the decimal counts above the current one for `v`; on success rescales the integers
 /// seen so far and returns `v`'s integer.
-fn raise(dec: &mut Decimals, v: f64) -> Option<i64> {
+fn raise(dec: &mut Decimals, max_abs: &mut MaxAbs, v: f64) -> Option<i64> {
     if !v.is_finite() {
         return None;
     }
@@ -143,13 +168,14 @@ fn raise(dec: &mut Decimals, v: f64) -> Option<i64> {
         // The earlier integers times 10^k must stay exactly representable (|m| <= 2^53) for
         // their values to come out of the same division unchanged.
         let k = 10i64.checked_pow(d - dec.d)?;
-        let max_abs = dec.ints.iter().map(|m| m.unsigned_abs()).max().unwrap_or(0);
-        max_abs
+        let scaled_max = max_abs
+            .get(&dec.ints)
             .checked_mul(k.unsigned_abs())
             .filter(|&x| x <= 1u64 << 53)?;
         for x in &mut dec.ints {
             *x *= k;
         }
+        max_abs.max = scaled_max;
         dec.d = d;
         return Some(m);
     }

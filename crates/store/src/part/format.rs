@@ -1,11 +1,11 @@
 //! Byte layout of a part file (see `docs/format/part.md`): a 64-byte header, the
-//! series blocks, an index of fixed 40-byte entries sorted by series id, a 32-byte
-//! footer. All integers little-endian.
+//! series blocks, the index (chunks of varint-encoded entries sorted by series id, then
+//! a directory of fixed 24-byte chunk descriptors), a 32-byte footer. All integers
+//! little-endian.
 
 pub(crate) const MAGIC: &[u8; 8] = b"SUMIPART";
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 pub(crate) const HEADER_LEN: usize = 64;
-pub(crate) const ENTRY_LEN: usize = 40;
 pub(crate) const FOOTER_LEN: usize = 32;
 pub(crate) const FOOTER_MAGIC: &[u8; 4] = b"SEND";
 
@@ -89,7 +89,7 @@ impl Header {
     }
 }
 
-/// One index entry: where a series' block is and what it covers.
+/// One index entry, decoded: where a series' block is and what it covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub(crate) series: u32,
@@ -99,45 +99,6 @@ pub(crate) struct Entry {
     pub(crate) crc: u32,
     pub(crate) first_slot: i64,
     pub(crate) last_slot: i64,
-}
-
-impl Entry {
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.series.to_le_bytes());
-        out.extend_from_slice(&self.count.to_le_bytes());
-        out.extend_from_slice(&self.offset.to_le_bytes());
-        out.extend_from_slice(&self.len.to_le_bytes());
-        out.extend_from_slice(&self.crc.to_le_bytes());
-        out.extend_from_slice(&self.first_slot.to_le_bytes());
-        out.extend_from_slice(&self.last_slot.to_le_bytes());
-    }
-
-    /// Decodes an entry from exactly [`ENTRY_LEN`] bytes (fewer: `None`).
-    pub(crate) fn decode(b: &[u8]) -> Option<Entry> {
-        let b: &[u8; ENTRY_LEN] = b.get(..ENTRY_LEN)?.try_into().ok()?;
-        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        let u64_at = |i: usize| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&b[i..i + 8]);
-            u64::from_le_bytes(a)
-        };
-        Some(Entry {
-            series: u32_at(0),
-            count: u32_at(4),
-            offset: u64_at(8),
-            len: u32_at(16),
-            crc: u32_at(20),
-            first_slot: u64_at(24) as i64,
-            last_slot: u64_at(32) as i64,
-        })
-    }
-
-    /// The series id of an encoded entry (for binary search without a full decode).
-    pub(crate) fn series_at(b: &[u8]) -> Option<u32> {
-        b.get(..4)
-            .and_then(|s| s.try_into().ok())
-            .map(u32::from_le_bytes)
-    }
 }
 
 /// The footer.

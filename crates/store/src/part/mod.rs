@@ -3,10 +3,12 @@
 //! id. Read through mmap (point reads) or sequential `pread` (compaction, rollups), so
 //! that scanning a part does not pull it into the process's resident memory.
 //!
-//! - [`format`]: header, index entry and footer layouts.
+//! - [`format`]: header and footer layouts.
+//! - [`index`]: the chunked, varint-encoded series index.
 //! - [`writer`]: writing a part.
 
 pub(crate) mod format;
+pub(crate) mod index;
 pub(crate) mod writer;
 
 use std::fs::File;
@@ -16,7 +18,8 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 
 pub(crate) use format::{Entry, Header, Kind};
-use format::{Footer, ENTRY_LEN, FOOTER_LEN, HEADER_LEN};
+use format::{Footer, FOOTER_LEN, HEADER_LEN};
+use index::{DirEntry, CHUNK, DIR_LEN};
 
 use crate::block;
 use crate::StoreError;
@@ -42,8 +45,8 @@ impl std::fmt::Debug for Part {
 }
 
 impl Part {
-    /// Opens and checks a part: header, footer and index CRCs, and that the index is
-    /// sorted and points inside the block area.
+    /// Opens and checks a part: header, footer and index CRCs, and that the index
+    /// decodes, is sorted, and describes exactly the block area.
     pub(crate) fn open(path: &Path) -> Result<Part, StoreError> {
         let corrupt = |off: u64, d: String| StoreError::corrupt("part", path, off, d);
         let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
@@ -61,52 +64,66 @@ impl Part {
         let header = Header::decode(&map).map_err(|d| corrupt(0, d))?;
         let foot_at = map.len() - FOOTER_LEN;
         let footer = Footer::decode(&map[foot_at..]).map_err(|d| corrupt(foot_at as u64, d))?;
-        let index_len = footer.series_count as u64 * ENTRY_LEN as u64;
-        if footer.index_offset < HEADER_LEN as u64
-            || footer.index_offset + index_len != foot_at as u64
-        {
+        let chunks = (footer.series_count as usize).div_ceil(CHUNK);
+        let dir_len = (chunks * DIR_LEN) as u64;
+        if footer.index_offset < HEADER_LEN as u64 || footer.index_offset + dir_len > foot_at as u64 {
             return Err(corrupt(
                 foot_at as u64,
                 format!(
-                    "index at {} of {} entries does not end at the footer",
+                    "index at {} with {} series does not fit before the footer",
                     footer.index_offset, footer.series_count
                 ),
             ));
         }
-        // check the index with pread so that it does not stay resident
-        let mut crc = 0u32;
-        let mut buf = vec![0u8; (1 << 20) / ENTRY_LEN * ENTRY_LEN];
-        let mut off = footer.index_offset;
+        // check the index with pread (not through the map) so that it does not stay
+        // resident; it is about 10 bytes a series
+        let mut index = vec![0u8; (foot_at as u64 - footer.index_offset) as usize];
+        file.read_exact_at(&mut index, footer.index_offset)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        if crc32c::crc32c(&index) != footer.index_crc {
+            return Err(corrupt(footer.index_offset, "index crc mismatch".into()));
+        }
+        let dir_at = index.len() - chunks * DIR_LEN;
+        let mut expect_block = HEADER_LEN as u64;
+        let mut expect_chunk = 0u64;
         let mut prev: Option<u32> = None;
-        let end = footer.index_offset + index_len;
-        while off < end {
-            let n = ((end - off) as usize).min(buf.len());
-            let chunk = &mut buf[..n];
-            file.read_exact_at(chunk, off)
-                .map_err(|e| StoreError::io("read", path, e))?;
-            crc = crc32c::crc32c_append(crc, chunk);
-            for (i, e) in chunk.chunks_exact(ENTRY_LEN).enumerate() {
-                let Some(e) = Entry::decode(e) else { continue };
-                let at = off + (i * ENTRY_LEN) as u64;
+        let mut total = 0u64;
+        for c in 0..chunks {
+            let at = footer.index_offset + (dir_at + c * DIR_LEN) as u64;
+            let d = index
+                .get(dir_at + c * DIR_LEN..)
+                .and_then(DirEntry::decode)
+                .ok_or_else(|| corrupt(at, "short chunk directory".into()))?;
+            if d.chunk_rel != expect_chunk || d.block_offset != expect_block || d.count == 0 || d.count as usize > CHUNK {
+                return Err(corrupt(at, format!("chunk {c} descriptor {d:?} is inconsistent")));
+            }
+            let bytes = index.get(d.chunk_rel as usize..dir_at).unwrap_or_default();
+            let mut bad = None;
+            let used = index::decode_chunk(bytes, &d, header.partition, |e| {
                 if prev.is_some_and(|p| p >= e.series) {
-                    return Err(corrupt(
-                        at,
-                        format!("index not sorted at series {}", e.series),
-                    ));
+                    bad = Some(format!("index not sorted at series {}", e.series));
+                    return false;
                 }
-                if e.offset < HEADER_LEN as u64 || e.offset + u64::from(e.len) > footer.index_offset
-                {
-                    return Err(corrupt(
-                        at,
-                        format!("block of series {} outside the block area", e.series),
-                    ));
+                if e.offset != expect_block || e.last_slot < e.first_slot {
+                    bad = Some(format!("entry of series {} is inconsistent", e.series));
+                    return false;
                 }
                 prev = Some(e.series);
+                expect_block += u64::from(e.len);
+                total += 1;
+                true
+            })
+            .map_err(|d| corrupt(footer.index_offset + expect_chunk, d))?;
+            if let Some(b) = bad {
+                return Err(corrupt(footer.index_offset + expect_chunk, b));
             }
-            off += n as u64;
+            expect_chunk += used as u64;
         }
-        if crc != footer.index_crc {
-            return Err(corrupt(footer.index_offset, "index crc mismatch".into()));
+        if expect_chunk != dir_at as u64 || expect_block != footer.index_offset || total != u64::from(footer.series_count) {
+            return Err(corrupt(
+                footer.index_offset,
+                "the index does not describe exactly the block area".into(),
+            ));
         }
         Ok(Part {
             header,
@@ -122,34 +139,65 @@ impl Part {
         &self.path
     }
 
-    fn index(&self) -> &[u8] {
-        let start = self.footer.index_offset as usize;
-        let len = self.footer.series_count as usize * ENTRY_LEN;
-        self.map.get(start..start + len).unwrap_or_default()
+    fn chunks(&self) -> usize {
+        (self.footer.series_count as usize).div_ceil(CHUNK)
     }
 
-    /// The index entry of `series`, by binary search.
+    /// The chunk area and the directory, through the map.
+    fn index_parts(&self) -> (&[u8], &[u8]) {
+        let start = self.footer.index_offset as usize;
+        let end = self.map.len() - FOOTER_LEN;
+        let dir_at = end.saturating_sub(self.chunks() * DIR_LEN);
+        (
+            self.map.get(start..dir_at).unwrap_or_default(),
+            self.map.get(dir_at..end).unwrap_or_default(),
+        )
+    }
+
+    /// The index entry of `series`: binary search of the directory, then one chunk.
     pub(crate) fn entry(&self, series: u32) -> Option<Entry> {
-        let idx = self.index();
-        let (mut lo, mut hi) = (0usize, idx.len() / ENTRY_LEN);
+        let (chunks, dir) = self.index_parts();
+        let n = dir.len() / DIR_LEN;
+        let first_of = |i: usize| dir.get(i * DIR_LEN..).and_then(DirEntry::decode);
+        // the last chunk whose first series is <= series
+        let (mut lo, mut hi) = (0usize, n);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let s = Entry::series_at(idx.get(mid * ENTRY_LEN..)?)?;
-            match s.cmp(&series) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Entry::decode(idx.get(mid * ENTRY_LEN..)?),
+            if first_of(mid)?.first_series <= series {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
         }
-        None
+        let d = first_of(lo.checked_sub(1)?)?;
+        let mut found = None;
+        let bytes = chunks.get(d.chunk_rel as usize..)?;
+        index::decode_chunk(bytes, &d, self.header.partition, |e| {
+            if e.series >= series {
+                if e.series == series {
+                    found = Some(e);
+                }
+                return false;
+            }
+            true
+        })
+        .ok()?;
+        found
     }
 
-    /// Every index entry, in series order (through the mmap).
+    /// Every index entry, in series order (through the map).
     #[cfg(test)]
-    pub(crate) fn entries(&self) -> impl Iterator<Item = Entry> + '_ {
-        self.index()
-            .chunks_exact(ENTRY_LEN)
-            .filter_map(Entry::decode)
+    pub(crate) fn entries(&self) -> Vec<Entry> {
+        let mut out = Vec::new();
+        let (chunks, dir) = self.index_parts();
+        for d in dir.chunks_exact(DIR_LEN).filter_map(DirEntry::decode) {
+            let bytes = chunks.get(d.chunk_rel as usize..).unwrap_or_default();
+            let _ = index::decode_chunk(bytes, &d, self.header.partition, |e| {
+                out.push(e);
+                true
+            });
+        }
+        out
     }
 
     /// The checked bytes of a block (mmap).
@@ -166,40 +214,21 @@ impl Part {
     }
 
     /// Decodes the block of `e`, appending to `slots`/`values`.
-    pub(crate) fn read(
-        &self,
-        e: &Entry,
-        slots: &mut Vec<i64>,
-        values: &mut Vec<f64>,
-    ) -> Result<(), String> {
+    pub(crate) fn read(&self, e: &Entry, slots: &mut Vec<i64>, values: &mut Vec<f64>) -> Result<(), String> {
         let b = self.block(e)?;
-        let (s0, v0) = (slots.len(), values.len());
-        let r =
-            block::decode(b, slots, values).map_err(|err| format!("series {}: {err}", e.series));
-        if r.is_err()
-            || slots.len() - s0 != e.count as usize
-            || values.len() != slots.len() - s0 + v0
-        {
-            slots.truncate(s0);
-            values.truncate(v0);
-            return Err(r.err().unwrap_or_else(|| {
-                format!(
-                    "series {}: block holds the wrong number of points",
-                    e.series
-                )
-            }));
-        }
-        Ok(())
+        decode_checked(b, e, slots, values)
     }
 
-    /// The index entries in series order, read with `pread` in chunks (so that scanning a
-    /// big part's index does not leave it resident).
+    /// The index entries in series order, read with `pread` (so that scanning a big
+    /// part's index does not leave it resident).
     pub(crate) fn index_scan(&self) -> IndexScan<'_> {
         IndexScan {
             part: self,
-            buf: Vec::new(),
+            dir: None,
+            next_chunk: 0,
+            window: Window::default(),
+            pending: Vec::new(),
             pos: 0,
-            next: 0,
             error: None,
         }
     }
@@ -208,44 +237,127 @@ impl Part {
     pub(crate) fn scan(&self) -> Scan<'_> {
         Scan {
             part: self,
-            buf: Vec::new(),
-            buf_at: 0,
+            window: Window::default(),
         }
+    }
+}
+
+/// Decodes a block and checks its point count against the index.
+fn decode_checked(b: &[u8], e: &Entry, slots: &mut Vec<i64>, values: &mut Vec<f64>) -> Result<(), String> {
+    let (s0, v0) = (slots.len(), values.len());
+    let r = block::decode(b, slots, values).map_err(|err| format!("series {}: {err}", e.series));
+    if r.is_err() || slots.len() - s0 != e.count as usize || values.len() - v0 != e.count as usize {
+        slots.truncate(s0);
+        values.truncate(v0);
+        return Err(r
+            .err()
+            .unwrap_or_else(|| format!("series {}: block holds the wrong number of points", e.series)));
+    }
+    Ok(())
+}
+
+/// A `pread` window over a file: reads 4 MiB at a time, serves byte ranges.
+#[derive(Default)]
+struct Window {
+    buf: Vec<u8>,
+    at: u64,
+}
+
+const WINDOW: usize = 4 << 20;
+
+impl Window {
+    /// The bytes `[start, start + len)`, with at most `limit` (the end of the region
+    /// worth reading ahead into) read.
+    fn get(&mut self, part: &Part, start: u64, len: usize, limit: u64) -> Result<&[u8], String> {
+        let end = start + len as u64;
+        let have = start >= self.at && end <= self.at + self.buf.len() as u64;
+        if !have {
+            let want = (limit.saturating_sub(start) as usize).min(WINDOW).max(len);
+            self.buf.resize(want, 0);
+            part.file
+                .read_exact_at(&mut self.buf, start)
+                .map_err(|err| format!("read {}: {err}", part.path.display()))?;
+            self.at = start;
+        }
+        let from = (start - self.at) as usize;
+        self.buf
+            .get(from..from + len)
+            .ok_or_else(|| "range outside the read window".to_string())
     }
 }
 
 /// Iterates index entries through `pread`.
 pub(crate) struct IndexScan<'a> {
     part: &'a Part,
-    buf: Vec<u8>,
+    dir: Option<Vec<DirEntry>>,
+    next_chunk: usize,
+    window: Window,
+    pending: Vec<Entry>,
     pos: usize,
-    /// Index of the next entry to load into `buf`.
-    next: u64,
     pub(crate) error: Option<String>,
+}
+
+impl IndexScan<'_> {
+    fn load_dir(&mut self) -> Result<Vec<DirEntry>, String> {
+        let n = self.part.chunks();
+        let end = self.part.map.len() - FOOTER_LEN;
+        let at = (end - n * DIR_LEN) as u64;
+        let mut raw = vec![0u8; n * DIR_LEN];
+        self.part
+            .file
+            .read_exact_at(&mut raw, at)
+            .map_err(|e| format!("read {}: {e}", self.part.path.display()))?;
+        Ok(raw.chunks_exact(DIR_LEN).filter_map(DirEntry::decode).collect())
+    }
+
+    fn fill(&mut self) -> Result<bool, String> {
+        if self.dir.is_none() {
+            self.dir = Some(self.load_dir()?);
+        }
+        let dir = self.dir.as_deref().unwrap_or_default();
+        let Some(d) = dir.get(self.next_chunk).copied() else {
+            return Ok(false);
+        };
+        let index_at = self.part.footer.index_offset;
+        let chunks_end = (self.part.map.len() - FOOTER_LEN - dir.len() * DIR_LEN) as u64;
+        let end = dir
+            .get(self.next_chunk + 1)
+            .map_or(chunks_end, |n| index_at + n.chunk_rel);
+        let start = index_at + d.chunk_rel;
+        let len = end.saturating_sub(start) as usize;
+        let bytes = self.window.get(self.part, start, len, chunks_end)?;
+        self.pending.clear();
+        self.pos = 0;
+        let pending = &mut self.pending;
+        index::decode_chunk(bytes, &d, self.part.header.partition, |e| {
+            pending.push(e);
+            true
+        })?;
+        self.next_chunk += 1;
+        Ok(true)
+    }
 }
 
 impl Iterator for IndexScan<'_> {
     type Item = Entry;
 
     fn next(&mut self) -> Option<Entry> {
-        if self.pos + ENTRY_LEN > self.buf.len() {
-            let total = u64::from(self.part.footer.series_count);
-            if self.next >= total || self.error.is_some() {
+        while self.pos >= self.pending.len() {
+            if self.error.is_some() {
                 return None;
             }
-            let n = (total - self.next).min(((1 << 20) / ENTRY_LEN) as u64);
-            self.buf.resize(n as usize * ENTRY_LEN, 0);
-            let off = self.part.footer.index_offset + self.next * ENTRY_LEN as u64;
-            if let Err(e) = self.part.file.read_exact_at(&mut self.buf, off) {
-                self.error = Some(format!("read {}: {e}", self.part.path.display()));
-                return None;
+            match self.fill() {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => {
+                    self.error = Some(e);
+                    return None;
+                }
             }
-            self.next += n;
-            self.pos = 0;
         }
-        let e = Entry::decode(self.buf.get(self.pos..)?)?;
-        self.pos += ENTRY_LEN;
-        Some(e)
+        let e = self.pending.get(self.pos).copied();
+        self.pos += 1;
+        e
     }
 }
 
@@ -303,36 +415,15 @@ pub(crate) fn min_series(cursors: &[Cursor<'_>]) -> Option<u32> {
 /// Reads blocks in file order with large `pread`s, for compaction and rollups.
 pub(crate) struct Scan<'a> {
     part: &'a Part,
-    buf: Vec<u8>,
-    buf_at: u64,
+    window: Window,
 }
 
-const SCAN_CHUNK: usize = 4 << 20;
-
 impl Scan<'_> {
-    /// The checked block of `e`; entries must be asked for in ascending offset order for
-    /// the reads to stay sequential (any order works).
+    /// The checked block of `e`; asked for in ascending offset order the reads stay
+    /// sequential (any order works).
     pub(crate) fn block(&mut self, e: &Entry) -> Result<&[u8], String> {
-        let (start, len) = (e.offset, e.len as usize);
-        let end = start + len as u64;
-        let have = start >= self.buf_at && end <= self.buf_at + self.buf.len() as u64;
-        if !have {
-            let want = len
-                .max(SCAN_CHUNK)
-                .min((self.part.footer.index_offset.saturating_sub(start)) as usize)
-                .max(len);
-            self.buf.resize(want, 0);
-            self.part
-                .file
-                .read_exact_at(&mut self.buf, start)
-                .map_err(|err| format!("read {}: {err}", self.part.path.display()))?;
-            self.buf_at = start;
-        }
-        let from = (start - self.buf_at) as usize;
-        let b = self
-            .buf
-            .get(from..from + len)
-            .ok_or_else(|| "block outside the read window".to_string())?;
+        let limit = self.part.footer.index_offset;
+        let b = self.window.get(self.part, e.offset, e.len as usize, limit)?;
         if crc32c::crc32c(b) != e.crc {
             return Err(format!("block crc mismatch for series {}", e.series));
         }
@@ -340,29 +431,11 @@ impl Scan<'_> {
     }
 
     /// Decodes the block of `e`.
-    pub(crate) fn read(
-        &mut self,
-        e: &Entry,
-        slots: &mut Vec<i64>,
-        values: &mut Vec<f64>,
-    ) -> Result<(), String> {
-        let series = e.series;
-        let count = e.count as usize;
+    pub(crate) fn read(&mut self, e: &Entry, slots: &mut Vec<i64>, values: &mut Vec<f64>) -> Result<(), String> {
         let b = self.block(e)?;
-        let s0 = slots.len();
-        let v0 = values.len();
-        let r = block::decode(b, slots, values).map_err(|err| format!("series {series}: {err}"));
-        if r.is_err() || slots.len() - s0 != count {
-            slots.truncate(s0);
-            values.truncate(v0);
-            return Err(r.err().unwrap_or_else(|| {
-                format!("series {series}: block holds the wrong number of points")
-            }));
-        }
-        Ok(())
+        decode_checked(b, e, slots, values)
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::writer::PartWriter;
@@ -425,6 +498,12 @@ mod tests {
         let idx_byte = bad.len() - FOOTER_LEN - 3;
         bad[idx_byte] ^= 1;
         std::fs::write(&p, &bad).unwrap();
+        assert!(Part::open(&p).unwrap_err().to_string().contains("index crc"));
+        // and one in the chunk area too
+        let mut bad = good.clone();
+        let footer = Footer::decode(&good[good.len() - FOOTER_LEN..]).unwrap();
+        bad[footer.index_offset as usize + 2] ^= 0x40;
+        std::fs::write(&p, &bad).unwrap();
         assert!(Part::open(&p)
             .unwrap_err()
             .to_string()
@@ -445,5 +524,36 @@ mod tests {
         assert!(Part::open(&p).is_err());
         std::fs::write(&p, &good[..10]).unwrap();
         assert!(Part::open(&p).is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, .. Default::default() })]
+
+        /// Flipped bytes anywhere: the open fails, or it succeeds and every read is a
+        /// value or an error, never a panic.
+        #[test]
+        fn damaged_parts_never_panic(flips in proptest::collection::vec((0usize..4096, 1u8..=255), 1..6), cut in 0usize..64) {
+            let dir = TempDir::new("part-fuzz");
+            let p = write(dir.path(), 3, 200);
+            let mut data = std::fs::read(&p).unwrap();
+            for (at, x) in flips {
+                let i = at % data.len();
+                data[i] ^= x;
+            }
+            data.truncate(data.len() - cut.min(data.len()));
+            std::fs::write(&p, &data).unwrap();
+            if let Ok(part) = Part::open(&p) {
+                let (mut s, mut v) = (Vec::new(), Vec::new());
+                for series in 0..700 {
+                    if let Some(e) = part.entry(series) {
+                        let _ = part.read(&e, &mut s, &mut v);
+                    }
+                }
+                let mut scan = part.scan();
+                for e in part.index_scan() {
+                    let _ = scan.read(&e, &mut s, &mut v);
+                }
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::format::{Entry, Footer, Header, HEADER_LEN};
+use super::index::IndexBuilder;
 use crate::block;
 use crate::StoreError;
 
@@ -20,7 +21,7 @@ pub(crate) struct PartWriter {
     tmp: PathBuf,
     path: PathBuf,
     header: Header,
-    index: Vec<u8>,
+    index: IndexBuilder,
     offset: u64,
     points: u64,
     count: u32,
@@ -46,8 +47,8 @@ impl PartWriter {
             out,
             tmp,
             path,
+            index: IndexBuilder::new(header.partition),
             header,
-            index: Vec::new(),
             offset: HEADER_LEN as u64,
             points: 0,
             count: 0,
@@ -111,7 +112,7 @@ impl PartWriter {
         self.out
             .write_all(bytes)
             .map_err(|e| StoreError::io("write", &self.tmp, e))?;
-        Entry {
+        self.index.push(&Entry {
             series,
             count,
             offset: self.offset,
@@ -119,8 +120,7 @@ impl PartWriter {
             crc,
             first_slot: first,
             last_slot: last,
-        }
-        .encode(&mut self.index);
+        });
         self.offset += u64::from(len);
         self.points += u64::from(count);
         self.count += 1;
@@ -130,15 +130,16 @@ impl PartWriter {
 
     /// Writes the index and footer, fsyncs and renames. Returns the final path.
     pub(crate) fn finish(mut self) -> Result<PathBuf, StoreError> {
+        let index = std::mem::replace(&mut self.index, IndexBuilder::new(0)).finish();
         let footer = Footer {
             index_offset: self.offset,
             points: self.points,
             series_count: self.count,
-            index_crc: crc32c::crc32c(&self.index),
+            index_crc: crc32c::crc32c(&index),
         };
         let tmp = self.tmp.clone();
         self.out
-            .write_all(&self.index)
+            .write_all(&index)
             .and_then(|_| self.out.write_all(&footer.encode()))
             .and_then(|_| self.out.flush())
             .map_err(|e| StoreError::io("write", &tmp, e))?;

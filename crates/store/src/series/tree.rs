@@ -19,7 +19,6 @@ const ROOT: u32 = 0;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
-    parent: u32,
     sym: u32,
     first_child: u32,
     next_sibling: u32,
@@ -32,12 +31,58 @@ enum Step<'p> {
     Globstar,
     /// Literal names (brace alternatives), as symbols of names the tree holds.
     Syms(Vec<u32>),
+    /// Literal text and `*` only: matched on bytes without allocating.
+    Stars(StarGlob),
     Glob(&'p NodePattern),
+}
+
+/// A node pattern made of literal runs separated by `*` (`host*`, `*`, `*_bytes`,
+/// `web*01`): the common globs, matched here without the general fnmatch machinery.
+/// Patterns with `?`, `[`, `{` or `\\` are left to [`NodePattern`].
+#[derive(Debug, PartialEq, Eq)]
+struct StarGlob {
+    /// The literal runs between stars (possibly empty at either end).
+    parts: Vec<Vec<u8>>,
+}
+
+impl StarGlob {
+    fn parse(text: &str) -> Option<StarGlob> {
+        if !text.contains('*') || text.contains(['?', '[', '{', '}', '\\']) || text == "**" {
+            return None;
+        }
+        Some(StarGlob {
+            parts: text.split('*').map(|p| p.as_bytes().to_vec()).collect(),
+        })
+    }
+
+    fn matches(&self, name: &[u8]) -> bool {
+        let Some((first, rest)) = self.parts.split_first() else {
+            return true;
+        };
+        let Some(mut tail) = name.strip_prefix(first.as_slice()) else {
+            return false;
+        };
+        let Some((last, middle)) = rest.split_last() else {
+            return tail.is_empty();
+        };
+        for m in middle {
+            if m.is_empty() {
+                continue;
+            }
+            match tail.windows(m.len()).position(|w| w == m.as_slice()) {
+                Some(i) => tail = &tail[i + m.len()..],
+                None => return false,
+            }
+        }
+        tail.len() >= last.len() && tail.ends_with(last)
+    }
 }
 
 pub(crate) struct Tree {
     nodes: Vec<Node>,
-    children: HashTable<u32>,
+    /// `(parent, name symbol, child)`: the key sits in the table, so a lookup touches
+    /// no node.
+    children: HashTable<(u32, u32, u32)>,
     syms: Names,
     state: FixedState,
 }
@@ -46,7 +91,6 @@ impl Default for Tree {
     fn default() -> Self {
         Tree {
             nodes: vec![Node {
-                parent: NONE,
                 sym: NONE,
                 first_child: NONE,
                 next_sibling: NONE,
@@ -66,14 +110,9 @@ impl Tree {
 
     fn child(&self, parent: u32, sym: u32) -> Option<u32> {
         let h = Self::child_hash(&self.state, parent, sym);
-        let nodes = &self.nodes;
         self.children
-            .find(h, |&c| {
-                nodes
-                    .get(c as usize)
-                    .is_some_and(|n| n.parent == parent && n.sym == sym)
-            })
-            .copied()
+            .find(h, |&(p, s, _)| p == parent && s == sym)
+            .map(|&(_, _, c)| c)
     }
 
     fn node(&self, id: u32) -> Option<&Node> {
@@ -91,7 +130,6 @@ impl Tree {
                     let id = self.nodes.len() as u32;
                     let first = self.nodes.get(cur as usize).map_or(NONE, |n| n.first_child);
                     self.nodes.push(Node {
-                        parent: cur,
                         sym,
                         first_child: NONE,
                         next_sibling: first,
@@ -101,22 +139,11 @@ impl Tree {
                         p.first_child = id;
                     }
                     let h = Self::child_hash(&self.state, cur, sym);
-                    let Tree {
-                        nodes,
-                        children,
-                        state,
-                        ..
-                    } = self;
-                    children.insert_unique(h, id, |&c| {
-                        let n = nodes.get(c as usize).copied().unwrap_or(Node {
-                            parent: NONE,
-                            sym: NONE,
-                            first_child: NONE,
-                            next_sibling: NONE,
-                            leaf: NONE,
+                    let state = &self.state;
+                    self.children
+                        .insert_unique(h, (cur, sym, id), |&(p, s, _)| {
+                            Self::child_hash(state, p, s)
                         });
-                        Self::child_hash(state, n.parent, n.sym)
-                    });
                     id
                 }
             };
@@ -147,19 +174,6 @@ impl Tree {
         std::str::from_utf8(self.syms.get_bytes(sym)).unwrap_or_default()
     }
 
-    /// The full dotted path of a node.
-    #[cfg(test)]
-    pub(crate) fn path_of(&self, id: u32) -> String {
-        let mut parts = Vec::new();
-        let mut cur = id;
-        while cur != ROOT && cur != NONE {
-            parts.push(self.name_of(cur));
-            cur = self.node(cur).map_or(NONE, |n| n.parent);
-        }
-        parts.reverse();
-        parts.join(".")
-    }
-
     /// The series id stored at a node, if it is a leaf.
     pub(crate) fn leaf_of(&self, id: u32) -> Option<u32> {
         self.node(id).map(|n| n.leaf).filter(|&l| l != NONE)
@@ -170,10 +184,15 @@ impl Tree {
     pub(crate) fn find(&self, pattern: &PathPattern) -> Vec<(String, bool)> {
         // resolve literal node names to symbols once: a name the tree never saw matches
         // nothing, and lookups need no string hashing per visited node
+        // the text of each node, as PathPattern::parse cut it (backslashes removed)
+        let clean: String = pattern.as_str().chars().filter(|&c| c != '\\').collect();
+        let texts: Vec<&str> = clean.split('.').collect();
         let compiled: Vec<Step<'_>> = pattern
             .nodes()
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(i, p)| {
+                let text = texts.get(i).copied().unwrap_or_default();
                 if p.is_globstar() {
                     Step::Globstar
                 } else if let Some(lits) = p.literals() {
@@ -182,6 +201,8 @@ impl Tree {
                             .filter_map(|l| self.syms.find(l.as_bytes()))
                             .collect(),
                     )
+                } else if let Some(stars) = StarGlob::parse(text) {
+                    Step::Stars(stars)
                 } else {
                     Step::Glob(p)
                 }
@@ -234,6 +255,13 @@ impl Tree {
             Step::Syms(syms) => {
                 for &sym in syms {
                     if let Some(c) = self.child(cur, sym) {
+                        enter(self, c, prefix, out);
+                    }
+                }
+            }
+            Step::Stars(g) => {
+                for c in self.children_of(cur) {
+                    if g.matches(self.name_of(c).as_bytes()) {
                         enter(self, c, prefix, out);
                     }
                 }
@@ -302,7 +330,7 @@ impl Tree {
 
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.children.capacity() * 5
+            + self.children.capacity() * 13
             + self.syms.heap_bytes()
     }
 }
@@ -339,7 +367,6 @@ mod tests {
         assert_eq!(find(&t, "a.b.c"), s(&[("a.b.c", true)]));
         assert_eq!(find(&t, "a.x"), s(&[]));
         assert_eq!(find(&t, "*.*.*"), s(&[("a.b.c", true)]));
-        assert_eq!(t.path_of(4), "a.d");
         assert_eq!(t.leaf_of(4), Some(2));
     }
 
@@ -364,6 +391,30 @@ mod tests {
             ])
         );
         assert_eq!(find(&t, "**.z").len(), 4);
+    }
+
+    #[test]
+    fn star_globs_agree_with_fnmatch() {
+        let names = [
+            "", "a", "host01", "host", "xhost01", "web01.x", "aXbXc", "abc", "ab", "cpu_user",
+            "éé*",
+        ];
+        for pat in [
+            "*", "host*", "*01", "h*t*1", "a*b*c", "a*a", "*_*", "**x", "a**", "*é*",
+        ] {
+            let g = StarGlob::parse(pat).unwrap();
+            let n = NodePattern::parse(pat);
+            for name in names {
+                assert_eq!(
+                    g.matches(name.as_bytes()),
+                    n.matches(name),
+                    "{pat} vs {name}"
+                );
+            }
+        }
+        assert!(StarGlob::parse("a?").is_none());
+        assert!(StarGlob::parse("{a,b}*").is_none());
+        assert!(StarGlob::parse("abc").is_none());
     }
 
     #[test]
