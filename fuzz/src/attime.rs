@@ -24,7 +24,14 @@ const ZONES: [Tz; 5] = [
 ];
 
 /// Reference times: ordinary, at the epoch, negative, and at Python's limits.
-const NOWS: [i64; 6] = [1_700_000_000, 0, -86_400, 253_402_300_799, -62_135_596_800, i64::MAX];
+const NOWS: [i64; 6] = [
+    1_700_000_000,
+    0,
+    -86_400,
+    253_402_300_799,
+    -62_135_596_800,
+    i64::MAX,
+];
 
 /// One time expression.
 pub fn attime(data: &[u8]) {
@@ -39,15 +46,27 @@ pub fn attime(data: &[u8]) {
                 .timestamp_opt(t, 0)
                 .single()
                 .unwrap_or_else(|| panic!("{text:?} gave {t}, not an instant"));
-            assert!((1..=9999).contains(&local.year()), "{text:?} gave year {}", local.year());
+            assert!(
+                (1..=9999).contains(&local.year()),
+                "{text:?} gave year {}",
+                local.year()
+            );
         }
         Err(e) => assert!(!e.to_string().is_empty()),
     }
     if let Ok(r) = resolve_range(Some(&text), None, None, tz, now) {
-        assert!(r.from < r.until, "{text:?}: from {} not before until {}", r.from, r.until);
+        assert!(
+            r.from < r.until,
+            "{text:?}: from {} not before until {}",
+            r.from,
+            r.until
+        );
     }
     if let Ok(secs) = parse_time_offset(&text) {
-        assert!(secs.unsigned_abs() < 1_000_000_000 * 86_400, "{text:?}: offset {secs}");
+        assert!(
+            secs.unsigned_abs() < 1_000_000_000 * 86_400,
+            "{text:?}: offset {secs}"
+        );
     }
 }
 

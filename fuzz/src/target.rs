@@ -24,7 +24,15 @@ fn source() -> &'static MemorySource {
     static SOURCE: OnceLock<MemorySource> = OnceLock::new();
     SOURCE.get_or_init(|| {
         let mut m = MemorySource::new();
-        for path in ["a.b", "a.b.c", "a.d", "servers.web01.cpu", "servers.db01.cpu", "1.2", "x=y"] {
+        for path in [
+            "a.b",
+            "a.b.c",
+            "a.d",
+            "servers.web01.cpu",
+            "servers.db01.cpu",
+            "1.2",
+            "x=y",
+        ] {
             let values: Vec<Option<f64>> = (0..10).map(|i| (i != 3).then_some(i as f64)).collect();
             m.add(path, 60, 86_400, NOW - 600, &values);
         }
@@ -40,23 +48,41 @@ pub fn target_expr(data: &[u8]) {
         Ok(parsed) => {
             assert!(parsed.consumed <= expanded_len, "consumed past the end");
             let printed = parsed.expr.to_string();
-            let again = parse_strict(&printed)
-                .unwrap_or_else(|e| panic!("canonical spelling {printed:?} of {text:?} fails: {e}"));
+            let again = parse_strict(&printed).unwrap_or_else(|e| {
+                panic!("canonical spelling {printed:?} of {text:?} fails: {e}")
+            });
             assert_eq!(again, parsed.expr, "{text:?} printed as {printed:?}");
-            assert_eq!(again.to_string(), printed, "printing is not stable for {text:?}");
+            assert_eq!(
+                again.to_string(),
+                printed,
+                "printing is not stable for {text:?}"
+            );
             match parse_strict(&text) {
                 Ok(strict) => {
-                    assert!(!parsed.trailing, "strict accepted trailing text in {text:?}");
+                    assert!(
+                        !parsed.trailing,
+                        "strict accepted trailing text in {text:?}"
+                    );
                     assert_eq!(strict, parsed.expr);
                 }
-                Err(e) => assert!(parsed.trailing, "strict refused {text:?} without trailing text: {e}"),
+                Err(e) => assert!(
+                    parsed.trailing,
+                    "strict refused {text:?} without trailing text: {e}"
+                ),
             }
             evaluate(&text);
         }
         Err(e) => {
-            assert!(e.position <= expanded_len, "error position {} past the end", e.position);
+            assert!(
+                e.position <= expanded_len,
+                "error position {} past the end",
+                e.position
+            );
             assert!(!e.to_string().is_empty());
-            assert!(parse_strict(&text).is_err(), "strict accepted what lenient refused: {text:?}");
+            assert!(
+                parse_strict(&text).is_err(),
+                "strict accepted what lenient refused: {text:?}"
+            );
         }
     }
 }

@@ -2,7 +2,7 @@
 """Differential test: sumi against graphite-web 1.1.10 + whisper 1.1.10 on the same points.
 
     tests/graphite-diff/setup.sh                      # once: the reference venv
-    tests/graphite-diff/run.py --sumi-bin target/debug/sumi [--keep] [--pickle]
+    tests/graphite-diff/run.py --sumi-bin target/debug/sumi [--keep] [--no-pickle]
     tests/graphite-diff/run.py --self-check           # graphite-web against itself
 
 Writes generated points into whisper files (as carbon would) and into a running sumi
@@ -42,9 +42,10 @@ def parse_args():
     ap.add_argument("--work-dir", help="use this (empty or new) directory instead of a temporary one")
     ap.add_argument("--seed", type=int, default=20251121, help="data generator seed")
     ap.add_argument(
-        "--pickle",
-        action="store_true",
-        help="also send three series over carbon's pickle protocol (sumi has no pickle receiver yet)",
+        "--no-pickle",
+        dest="pickle",
+        action="store_false",
+        help="send every series as plaintext (by default three go over carbon's pickle protocol)",
     )
     ap.add_argument("--dump", help="write every query and both answers under this directory")
     ap.add_argument("--show", type=int, default=30, help="print at most this many mismatches in full")

@@ -3,6 +3,8 @@
 //! - [`render`]: graphite-web's `/render` (json, csv, raw).
 //! - [`metrics_api`]: `/metrics/find` (and its alias `/metrics?query=`),
 //!   `/metrics/expand`, `/metrics/index.json`.
+//! - [`ingest_api`]: points over HTTP: `/api/v0/tsdb` (JSON bulk), `/api/v1/write`
+//!   (Prometheus remote write).
 //! - [`ops`]: `/metrics` in Prometheus text format (without `query`) and `/health`.
 //! - [`params`]: request parameters merged as Django merges them.
 //! - [`source`]: the store seen through the query crate's `SeriesSource` seam.
@@ -11,6 +13,7 @@
 //! the store through mmap and may take a while); errors a client caused are 400s with
 //! a message saying what was wrong, never a 500.
 
+pub mod ingest_api;
 pub mod metrics_api;
 pub mod ops;
 pub mod params;
@@ -21,10 +24,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 use axum::Router;
 use chrono_tz::Tz;
 use sumi_ingest::IngestStats;
@@ -83,6 +86,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics/expand", any(metrics_api::expand))
         .route("/metrics/expand/", any(metrics_api::expand))
         .route("/metrics/index.json", any(metrics_api::index_json))
+        .route(
+            "/api/v0/tsdb",
+            post(ingest_api::json_bulk).layer(DefaultBodyLimit::max(ingest_api::MAX_BODY_BYTES)),
+        )
+        .route(
+            "/api/v1/write",
+            post(ingest_api::remote_write).layer(DefaultBodyLimit::max(ingest_api::MAX_BODY_BYTES)),
+        )
         .route("/health", get(ops::health))
         .with_state(state)
 }

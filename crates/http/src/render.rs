@@ -77,9 +77,12 @@ fn render(state: &AppState, params: &Params) -> Response {
     ctx.template = params
         .pairs()
         .filter_map(|(k, v)| {
-            k.strip_prefix("template[")
-                .and_then(|rest| rest.strip_suffix(']'))
-                .map(|name| (name.to_string(), v.to_string()))
+            // graphite-web takes key[9:-1]: whatever the last character is
+            k.strip_prefix("template[").map(|rest| {
+                let mut name = rest.to_string();
+                name.pop();
+                (name, v.to_string())
+            })
         })
         .collect();
 

@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn float_repr_follows_the_layout_rule() {
         let mut state = 0x1234_5678_9abc_def1u64;
-        let mut check = |x: f64| {
+        let check = |x: f64| {
             if x.is_finite() {
                 assert_eq!(float_repr(x), reference_repr(x), "{x:e}");
             }

@@ -20,20 +20,35 @@ struct Noise(u64);
 
 impl Noise {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
 /// A daily wave around `base` with `amp` swing, noise and an incident at 14:00–15:30.
-fn wave(name: &str, step: i64, span: i64, base: f64, amp: f64, phase: f64, seed: u64) -> GraphSeries {
+fn wave(
+    name: &str,
+    step: i64,
+    span: i64,
+    base: f64,
+    amp: f64,
+    phase: f64,
+    seed: u64,
+) -> GraphSeries {
     let mut noise = Noise(seed);
     let n = (span / step) as usize;
     let values = (0..n)
         .map(|i| {
             let t = (i as i64 * step) as f64;
             let day = (t / DAY as f64 * std::f64::consts::TAU + phase).sin();
-            let incident = if (50_400.0..55_800.0).contains(&(t % DAY as f64)) { amp * 1.5 } else { 0.0 };
+            let incident = if (50_400.0..55_800.0).contains(&(t % DAY as f64)) {
+                amp * 1.5
+            } else {
+                0.0
+            };
             Some((base + amp * day + incident + amp * 0.3 * (noise.next() - 0.5)).max(0.0))
         })
         .collect();
@@ -47,15 +62,35 @@ fn params(q: &[(&str, &str)]) -> GraphOptions {
 fn gallery() -> Vec<(&'static str, Vec<GraphSeries>, GraphOptions)> {
     let mut out = Vec::new();
 
-    let cpu: Vec<GraphSeries> = [("user", 35.0, 15.0), ("system", 12.0, 4.0), ("iowait", 4.0, 3.0), ("steal", 1.0, 0.5)]
-        .iter()
-        .enumerate()
-        .map(|(i, (n, b, a))| wave(&format!("servers.web01.cpu.{n}"), 60, DAY, *b, *a, i as f64, 7 + i as u64))
-        .collect();
+    let cpu: Vec<GraphSeries> = [
+        ("user", 35.0, 15.0),
+        ("system", 12.0, 4.0),
+        ("iowait", 4.0, 3.0),
+        ("steal", 1.0, 0.5),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (n, b, a))| {
+        wave(
+            &format!("servers.web01.cpu.{n}"),
+            60,
+            DAY,
+            *b,
+            *a,
+            i as f64,
+            7 + i as u64,
+        )
+    })
+    .collect();
     out.push((
         "graphite-default",
         cpu.clone(),
-        params(&[("width", "800"), ("height", "400"), ("title", "web01 CPU"), ("vtitle", "percent")]),
+        params(&[
+            ("width", "800"),
+            ("height", "400"),
+            ("title", "web01 CPU"),
+            ("vtitle", "percent"),
+        ]),
     ));
 
     out.push((
@@ -86,25 +121,46 @@ fn gallery() -> Vec<(&'static str, Vec<GraphSeries>, GraphOptions)> {
         ]),
     ));
 
-    let decades: Vec<GraphSeries> = [("queue.depth.small", 3.0), ("queue.depth.medium", 250.0), ("queue.depth.large", 40_000.0)]
-        .iter()
-        .enumerate()
-        .map(|(i, (n, b))| wave(n, 300, 2 * DAY, *b, b * 0.6, i as f64, 20 + i as u64))
-        .collect();
+    let decades: Vec<GraphSeries> = [
+        ("queue.depth.small", 3.0),
+        ("queue.depth.medium", 250.0),
+        ("queue.depth.large", 40_000.0),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (n, b))| wave(n, 300, 2 * DAY, *b, b * 0.6, i as f64, 20 + i as u64))
+    .collect();
     out.push((
         "log-base",
         decades,
-        params(&[("width", "800"), ("height", "400"), ("logBase", "10"), ("title", "Queue depth (logBase=10)")]),
+        params(&[
+            ("width", "800"),
+            ("height", "400"),
+            ("logBase", "10"),
+            ("title", "Queue depth (logBase=10)"),
+        ]),
     ));
 
     let mut gaps = wave("sensor.temperature", 600, DAY, 20.0, 5.0, 0.0, 9);
     for v in gaps.values.iter_mut().skip(40).take(12) {
         *v = None;
     }
-    let mut limit = GraphSeries::new("threshold", T0, DAY / 2, vec![Some(27.0), Some(27.0), Some(27.0)]);
+    let mut limit = GraphSeries::new(
+        "threshold",
+        T0,
+        DAY / 2,
+        vec![Some(27.0), Some(27.0), Some(27.0)],
+    );
     limit.dashed = Some(5.0);
     limit.color = Some("red".to_string());
-    let mut deploy = GraphSeries::new("deploys", T0, 3600, (0..24).map(|h| Some(if h == 9 || h == 17 { 1.0 } else { 0.0 })).collect());
+    let mut deploy = GraphSeries::new(
+        "deploys",
+        T0,
+        3600,
+        (0..24)
+            .map(|h| Some(if h == 9 || h == 17 { 1.0 } else { 0.0 }))
+            .collect(),
+    );
     deploy.draw_as_infinite = true;
     deploy.color = Some("888888".to_string());
     out.push((
@@ -119,15 +175,21 @@ fn gallery() -> Vec<(&'static str, Vec<GraphSeries>, GraphOptions)> {
             ("minorGridLineColor", "222222"),
             ("lineMode", "staircase"),
             ("lineWidth", "2"),
-            ("title", "staircase, a gap, dashed threshold, drawAsInfinite deploys"),
+            (
+                "title",
+                "staircase, a gap, dashed threshold, drawAsInfinite deploys",
+            ),
         ]),
     ));
 
     let rrd_start = T0;
     let rrd_end = T0 + DAY + 9 * 3600;
-    let inbound = wave("eth0 inbound", 300, DAY + 9 * 3600, 45e6, 20e6, 0.0, 11).with_draw(DrawType::Area, false);
-    let outbound = wave("eth0 outbound", 300, DAY + 9 * 3600, 12e6, 6e6, 1.0, 12).with_draw(DrawType::Area, true);
-    let errors = wave("eth0 errors x1M", 300, DAY + 9 * 3600, 30e6, 25e6, 2.0, 13).with_draw(DrawType::Line2, false);
+    let inbound = wave("eth0 inbound", 300, DAY + 9 * 3600, 45e6, 20e6, 0.0, 11)
+        .with_draw(DrawType::Area, false);
+    let outbound = wave("eth0 outbound", 300, DAY + 9 * 3600, 12e6, 6e6, 1.0, 12)
+        .with_draw(DrawType::Area, true);
+    let errors = wave("eth0 errors x1M", 300, DAY + 9 * 3600, 30e6, 25e6, 2.0, 13)
+        .with_draw(DrawType::Line2, false);
     let mut rrd = GraphOptions::rrd();
     rrd.width = 600;
     rrd.height = 300;
@@ -135,7 +197,11 @@ fn gallery() -> Vec<(&'static str, Vec<GraphSeries>, GraphOptions)> {
     rrd.vtitle = "bits/s".to_string();
     out.push(("rrd", vec![inbound, outbound, errors], rrd));
 
-    out.push(("no-data", Vec::new(), params(&[("width", "400"), ("height", "200")])));
+    out.push((
+        "no-data",
+        Vec::new(),
+        params(&[("width", "400"), ("height", "200")]),
+    ));
     let _ = rrd_start;
     let _ = rrd_end;
     out
@@ -148,10 +214,15 @@ fn gallery_renders() {
         let (start, end) = (T0, T0 + DAY + 9 * 3600);
         let png = render_graph(&series, &opts, start, end, Tz::UTC, ImageFormat::Png).expect(name);
         let reader = png::Decoder::new(png.as_slice()).read_info().expect(name);
-        assert_eq!((reader.info().width, reader.info().height), (opts.width, opts.height), "{name}");
+        assert_eq!(
+            (reader.info().width, reader.info().height),
+            (opts.width, opts.height),
+            "{name}"
+        );
         if let Some(dir) = &dir {
             std::fs::write(dir.join(format!("{name}.png")), &png).expect("write gallery image");
-            let svg = render_graph(&series, &opts, start, end, Tz::UTC, ImageFormat::Svg).expect(name);
+            let svg =
+                render_graph(&series, &opts, start, end, Tz::UTC, ImageFormat::Svg).expect(name);
             if name == "graphite-default" {
                 std::fs::write(dir.join(format!("{name}.svg")), svg).expect("write gallery image");
             }

@@ -84,21 +84,6 @@ fn warn_if_open(what: &str, addr: SocketAddr) {
     }
 }
 
-/// The pickle port is bound (so the address is reserved and the flag works) but the
-/// protocol is not read yet: connections are closed at once, with a log line.
-async fn refuse_pickle(listener: TcpListener, mut stop: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            _ = stop.wait_for(|s| *s) => return,
-            accepted = listener.accept() => {
-                if let Ok((_, peer)) = accepted {
-                    warn!(%peer, "carbon pickle is not supported by this build; connection closed");
-                }
-            }
-        }
-    }
-}
-
 /// Opens the store, binds every listener and serves until `shutdown` turns true.
 pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> Result<()> {
     let t0 = Instant::now();
@@ -171,7 +156,16 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
             ingest_stop.clone(),
         )));
     }
-    ingest_tasks.push(tokio::spawn(refuse_pickle(pickle, ingest_stop.clone())));
+    ingest_tasks.push(tokio::spawn(sumi_ingest::serve_pickle(
+        pickle,
+        sink.clone(),
+        sumi_ingest::PickleOptions {
+            listener: plain_opts.clone(),
+            ..sumi_ingest::PickleOptions::default()
+        },
+        stats.clone(),
+        ingest_stop.clone(),
+    )));
 
     let state = Arc::new(sumi_http::AppState::new(
         store.clone(),

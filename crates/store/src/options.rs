@@ -95,8 +95,10 @@ pub struct StoreOptions {
     /// that a flushed part holds a point per series at the common 10 s step (a part's
     /// index costs 40 bytes a series, so flushing more often mostly writes index).
     pub flush_interval: Duration,
-    /// ...or as soon as the head holds this many bytes of rows. Default 128 MiB (24 bytes
-    /// a row: about 5.6 M points), which bounds head memory at a few hundred MiB.
+    /// ...or as soon as the head holds this many bytes of rows. Default 64 MiB (24 bytes
+    /// a row: about 2.8 M points, under 3 s at a million points a second): the head,
+    /// the generation being flushed and the flush's sort buffer then stay under about
+    /// 200 MiB together, while parts still get a few points per series.
     pub flush_bytes: usize,
     /// A WAL segment is closed at this size (and at every flush). Default 64 MiB.
     pub wal_segment_bytes: u64,
@@ -131,7 +133,7 @@ impl StoreOptions {
             max_future_secs: 3600,
             shards: std::thread::available_parallelism().map_or(2, |n| n.get()),
             flush_interval: Duration::from_secs(10),
-            flush_bytes: 128 << 20,
+            flush_bytes: 64 << 20,
             wal_segment_bytes: 64 << 20,
             rollup_grace_secs: 600,
             partitions_per_level: 8,

@@ -10,11 +10,11 @@
 //! propagate or the known fraction is below xFilesFactor.
 //!
 //! Writes are generated where whisper's ring and sumi's partitions agree by design (see
-//! docs/architecture.md, "Known deviations"): no point in the future and no point whose
-//! slot is a whole retention behind a live slot (whisper's ring would overwrite the live
-//! slot that shares its position), and no write whose coarse slot straddles a finer
-//! archive's retention edge (whisper's propagation sees only the fine slots still in its
-//! ring; sumi keeps the partition until it is rolled).
+//! the crate doc, "Whisper semantics, and where they differ"): no point in the future,
+//! no point whose slot is a whole retention behind a live slot (whisper's ring would
+//! overwrite the live slot that shares its position), and no write whose coarse slot
+//! straddles a finer archive's retention edge (whisper's propagation sees only the fine
+//! slots still in its ring; sumi keeps the partition until it is rolled).
 
 mod common;
 

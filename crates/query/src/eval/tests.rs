@@ -299,6 +299,7 @@ fn registry() -> Registry {
     let mut r = Registry::empty();
     r.register(FunctionDef {
         name: "group",
+        description: "test function",
         group: "Combine",
         params: &IDENTITY_PARAMS,
         aggregator: false,
@@ -306,6 +307,7 @@ fn registry() -> Registry {
     });
     r.register(FunctionDef {
         name: "shifted",
+        description: "test function",
         group: "Transform",
         params: &SHIFTED_PARAMS,
         aggregator: false,
@@ -313,6 +315,7 @@ fn registry() -> Registry {
     });
     r.register(FunctionDef {
         name: "label",
+        description: "test function",
         group: "Alias",
         params: &LABEL_PARAMS,
         aggregator: false,

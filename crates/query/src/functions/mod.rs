@@ -44,6 +44,9 @@ pub struct FunctionDef {
     pub name: &'static str,
     /// The group `/functions` shows (`Combine`, `Transform`, …).
     pub group: &'static str,
+    /// What the function does, in our own words (shown by `/functions`, and so in
+    /// Grafana's function editor). The first line is a one-sentence summary.
+    pub description: &'static str,
     pub params: &'static [Param],
     /// Whether `aggregate()` and friends accept its name (graphite-web's
     /// `aggregator = True`).

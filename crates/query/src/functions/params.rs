@@ -104,6 +104,9 @@ pub struct Param {
     pub multiple: bool,
     /// When not empty, the only accepted values (strings).
     pub options: &'static [&'static str],
+    /// Values a client may offer as examples (`/functions` lists them; nothing checks
+    /// them).
+    pub suggestions: &'static [DefaultValue],
 }
 
 impl Param {
@@ -115,6 +118,7 @@ impl Param {
             default: None,
             multiple: false,
             options: &[],
+            suggestions: &[],
         }
     }
 
@@ -135,6 +139,11 @@ impl Param {
 
     pub const fn options(mut self, options: &'static [&'static str]) -> Param {
         self.options = options;
+        self
+    }
+
+    pub const fn suggestions(mut self, suggestions: &'static [DefaultValue]) -> Param {
+        self.suggestions = suggestions;
         self
     }
 }

@@ -231,6 +231,7 @@ fn registry_lookup() {
     assert!(r.is_empty());
     let def = FunctionDef {
         name: "sumSeries",
+        description: "test function",
         group: "Combine",
         params: &MULTI,
         aggregator: true,

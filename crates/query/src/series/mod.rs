@@ -6,8 +6,10 @@
 //! `values_per_point > 1` makes every reader see consolidated values, as graphite-web's
 //! `TimeSeries.__iter__` does; [`TimeSeries::consolidated`] is that view.
 
+mod options;
 mod tags;
 
+pub use options::SeriesOptions;
 pub use tags::Tags;
 
 use std::fmt;
@@ -91,6 +93,8 @@ pub struct TimeSeries {
     pub x_files_factor: f64,
     /// Slots per point when read; 1 means unconsolidated.
     pub values_per_point: usize,
+    /// Drawing options set by graph functions (graphite-web's `options` and `color`).
+    pub options: SeriesOptions,
 }
 
 impl TimeSeries {
@@ -116,6 +120,7 @@ impl TimeSeries {
             consolidation: Consolidation::Average,
             x_files_factor: 0.0,
             values_per_point: 1,
+            options: SeriesOptions::default(),
         }
     }
 

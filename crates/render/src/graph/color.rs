@@ -55,7 +55,8 @@ const ALIASES: &[(&str, Rgba)] = &[
 
 /// graphite-web's default `colorList` (its `linecolors` template setting), in order.
 pub const DEFAULT_COLOR_LIST: &[&str] = &[
-    "blue", "green", "red", "purple", "brown", "yellow", "aqua", "grey", "magenta", "pink", "gold", "rose",
+    "blue", "green", "red", "purple", "brown", "yellow", "aqua", "grey", "magenta", "pink", "gold",
+    "rose",
 ];
 
 /// A parsed colour: the RGB and, for 8-digit hex codes, the alpha byte they carry.
@@ -89,7 +90,10 @@ pub fn parse_color(value: &str, context: &str) -> Result<ParsedColor, GraphError
         context: truncate(context),
     };
     if let Some((_, rgb)) = ALIASES.iter().find(|(name, _)| *name == value) {
-        return Ok(ParsedColor { rgb: *rgb, own_alpha: None });
+        return Ok(ParsedColor {
+            rgb: *rgb,
+            own_alpha: None,
+        });
     }
     if value.chars().count() < 6 {
         return Err(err());
@@ -117,28 +121,59 @@ mod tests {
 
     #[test]
     fn aliases_are_graphites_not_css() {
-        assert_eq!(parse_color("blue", "x").unwrap().solid(), Rgba::rgb(100, 100, 255));
-        assert_eq!(parse_color("red", "x").unwrap().solid(), Rgba::rgb(200, 0, 50));
-        assert_eq!(parse_color("darkgreen", "x").unwrap().solid(), Rgba::rgb(0, 255, 0));
+        assert_eq!(
+            parse_color("blue", "x").unwrap().solid(),
+            Rgba::rgb(100, 100, 255)
+        );
+        assert_eq!(
+            parse_color("red", "x").unwrap().solid(),
+            Rgba::rgb(200, 0, 50)
+        );
+        assert_eq!(
+            parse_color("darkgreen", "x").unwrap().solid(),
+            Rgba::rgb(0, 255, 0)
+        );
     }
 
     #[test]
     fn hex_with_prefixes_and_alpha() {
-        assert_eq!(parse_color("ff0080", "x").unwrap().solid(), Rgba::rgb(255, 0, 128));
-        assert_eq!(parse_color("#FF0080", "x").unwrap().solid(), Rgba::rgb(255, 0, 128));
-        assert_eq!(parse_color("%23ff0080", "x").unwrap().solid(), Rgba::rgb(255, 0, 128));
+        assert_eq!(
+            parse_color("ff0080", "x").unwrap().solid(),
+            Rgba::rgb(255, 0, 128)
+        );
+        assert_eq!(
+            parse_color("#FF0080", "x").unwrap().solid(),
+            Rgba::rgb(255, 0, 128)
+        );
+        assert_eq!(
+            parse_color("%23ff0080", "x").unwrap().solid(),
+            Rgba::rgb(255, 0, 128)
+        );
         let c = parse_color("ff008080", "x").unwrap();
         assert!((c.own_alpha.unwrap() - 128.0 / 255.0).abs() < 1e-6);
         // The code's own alpha wins over the one asked for.
         assert!((c.with_alpha(0.1).a - 128.0 / 255.0).abs() < 1e-6);
         assert!((parse_color("ff0080", "x").unwrap().with_alpha(0.25).a - 0.25).abs() < 1e-6);
         // Seven characters: the seventh is ignored, as graphite-web does.
-        assert_eq!(parse_color("0000ff7", "x").unwrap().solid(), Rgba::rgb(0, 0, 255));
+        assert_eq!(
+            parse_color("0000ff7", "x").unwrap().solid(),
+            Rgba::rgb(0, 0, 255)
+        );
     }
 
     #[test]
     fn unknown_names_and_bad_hex_are_errors() {
-        for bad in ["Red", "bleu", "purple2", "#abc", "zz0000", "ff00zz80", "", "ééééééé", "#"] {
+        for bad in [
+            "Red",
+            "bleu",
+            "purple2",
+            "#abc",
+            "zz0000",
+            "ff00zz80",
+            "",
+            "ééééééé",
+            "#",
+        ] {
             let e = parse_color(bad, "colorList").unwrap_err();
             assert!(matches!(e, GraphError::Color { .. }), "{bad}: {e}");
             assert!(e.to_string().contains("colorList"));

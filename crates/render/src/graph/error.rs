@@ -6,7 +6,11 @@
 pub enum GraphError {
     /// A graph parameter whose value cannot be used.
     #[error("invalid graph parameter {name}={value:?}: {reason}")]
-    Param { name: String, value: String, reason: String },
+    Param {
+        name: String,
+        value: String,
+        reason: String,
+    },
     /// A colour that is neither a known name nor a hex code.
     #[error("invalid colour {value:?} ({context}): expected a name such as red or a hex code such as ff0000 or ff000080")]
     Color { value: String, context: String },

@@ -77,7 +77,9 @@ impl Face {
     /// The advance width of `text` at `size`, in pixels (cairo's `x_advance`).
     pub(crate) fn width(&self, text: &str, size: f64) -> f64 {
         let glyphs = self.shape(text);
-        let end = glyphs.last().map_or(0.0, |&(id, pen)| pen + f64::from(self.font.h_advance_unscaled(id)));
+        let end = glyphs.last().map_or(0.0, |&(id, pen)| {
+            pen + f64::from(self.font.h_advance_unscaled(id))
+        });
         end * self.scale(size)
     }
 
@@ -158,7 +160,10 @@ mod tests {
         assert!(f.bold.width("cpu.user", 10.0) > a);
         assert_eq!(f.regular.width("", 10.0), 0.0);
         // Control characters take no room.
-        assert_eq!(f.regular.width("a\u{7}b", 10.0), f.regular.width("ab", 10.0));
+        assert_eq!(
+            f.regular.width("a\u{7}b", 10.0),
+            f.regular.width("ab", 10.0)
+        );
     }
 
     #[test]

@@ -53,8 +53,21 @@ impl Engine<'_> {
     }
 
     /// Draws one line of text in the graph's font at `size`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn text(&mut self, text: &str, x: f64, y: f64, align: Align, valign: VAlign, size: f64, rotate: f64, color: Rgba) {
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors graphite-web's drawText(text, x, y, align, valign, ...)"
+    )]
+    pub(crate) fn text(
+        &mut self,
+        text: &str,
+        x: f64,
+        y: f64,
+        align: Align,
+        valign: VAlign,
+        size: f64,
+        rotate: f64,
+        color: Rgba,
+    ) {
         let m = self.face().metrics(size);
         let shift = match valign {
             VAlign::Top => m.ascent,
@@ -114,9 +127,19 @@ pub(crate) fn draw(
 
     let margin = f64::from(o.margin);
     let area = if o.graph_only {
-        Area { xmin: 0.0, xmax: width, ymin: 0.0, ymax: height }
+        Area {
+            xmin: 0.0,
+            xmax: width,
+            ymin: 0.0,
+            ymax: height,
+        }
     } else {
-        Area { xmin: margin + 10.0, xmax: width - margin, ymin: margin, ymax: height - margin }
+        Area {
+            xmin: margin + 10.0,
+            xmax: width - margin,
+            ymin: margin,
+            ymax: height - margin,
+        }
     };
     let mut e = Engine {
         left_reserved: margin,
@@ -149,8 +172,15 @@ pub(crate) fn draw(
     let (start_time, end_time) = match (e.o.style, line_mode) {
         (Style::Rrd, _) | (_, LineMode::Staircase) => (start_time, end_time),
         _ => {
-            let end = series.iter().filter(|s| !s.values.is_empty()).map(|s| s.end() - s.step).max();
-            (start_time, end.filter(|&t| t > start_time).unwrap_or(end_time))
+            let end = series
+                .iter()
+                .filter(|s| !s.values.is_empty())
+                .map(|s| s.end() - s.step)
+                .max();
+            (
+                start_time,
+                end.filter(|&t| t > start_time).unwrap_or(end_time),
+            )
         }
     };
     let time_range = (end_time - start_time) as f64;
@@ -170,19 +200,28 @@ pub(crate) fn draw(
         xconf,
         tz,
     };
+    let grid = !e.o.hide_axes && !e.o.hide_grid;
+    // rrdtool draws its grid over the data (dotted lines across areas); graphite-web
+    // under it.
+    let grid_on_top = e.o.style == Style::Rrd;
     if !e.o.hide_axes {
         e.canvas.section("axes");
         draw_labels(&mut e, &ctx);
-        if !e.o.hide_grid {
-            e.canvas.section("grid");
-            draw_grid(&mut e, &ctx);
-        }
+    }
+    if grid && !grid_on_top {
+        e.canvas.section("grid");
+        draw_grid(&mut e, &ctx);
     }
 
     e.canvas.section("lines");
     let a = e.area;
     if a.xmax > a.xmin && a.ymax > a.ymin {
-        e.canvas.set_clip(Some(Rect::new(a.xmin, a.ymin, a.xmax - a.xmin, a.ymax - a.ymin)));
+        e.canvas.set_clip(Some(Rect::new(
+            a.xmin,
+            a.ymin,
+            a.xmax - a.xmin,
+            a.ymax - a.ymin,
+        )));
         let plotter = Plotter {
             o: &e.o,
             area: a,
@@ -193,6 +232,10 @@ pub(crate) fn draw(
         };
         plotter.draw(e.canvas, &prepared);
         e.canvas.set_clip(None);
+    }
+    if grid && grid_on_top {
+        e.canvas.section("grid");
+        draw_grid(&mut e, &ctx);
     }
     if e.o.frame {
         let stroke = Stroke::solid(1.0);
@@ -228,11 +271,19 @@ fn effective(opts: &GraphOptions) -> Result<GraphOptions, GraphError> {
     let mut o = opts.clone();
     for (name, v) in [("width", o.width), ("height", o.height)] {
         if v == 0 || v > MAX_SIDE {
-            return Err(GraphError::param(name, &v.to_string(), format!("expected 1 to {MAX_SIDE} pixels")));
+            return Err(GraphError::param(
+                name,
+                &v.to_string(),
+                format!("expected 1 to {MAX_SIDE} pixels"),
+            ));
         }
     }
     if !(o.font_size.is_finite() && o.font_size >= 1.0) {
-        return Err(GraphError::param("fontSize", &o.font_size.to_string(), "expected a size from 1 to 200"));
+        return Err(GraphError::param(
+            "fontSize",
+            &o.font_size.to_string(),
+            "expected a size from 1 to 200",
+        ));
     }
     o.font_size = o.font_size.min(200.0);
     if !(o.line_width.is_finite() && o.line_width >= 0.0) {
@@ -317,7 +368,16 @@ fn draw_titles(e: &mut Engine<'_>, second_axis: bool) {
         let mut x = e.area.xmin + m.height;
         let mut last = x;
         for line in text.split('\n') {
-            e.text(line, x, mid, Align::Center, VAlign::Baseline, size, 270.0, fg);
+            e.text(
+                line,
+                x,
+                mid,
+                Align::Center,
+                VAlign::Baseline,
+                size,
+                270.0,
+                fg,
+            );
             last = x;
             x += m.height;
         }
@@ -330,7 +390,16 @@ fn draw_titles(e: &mut Engine<'_>, second_axis: bool) {
         let mut x = e.area.xmax - m.height;
         let mut last = x;
         for line in text.split('\n') {
-            e.text(line, x, mid, Align::Center, VAlign::Baseline, size, 90.0, fg);
+            e.text(
+                line,
+                x,
+                mid,
+                Align::Center,
+                VAlign::Baseline,
+                size,
+                90.0,
+                fg,
+            );
             last = x;
             x -= m.height;
         }
@@ -352,14 +421,34 @@ fn settle_layout(
     loop {
         pass += 1;
         let pixels = e.area.xmax - e.area.xmin - (e.o.line_width + 1.0);
-        plot::consolidate_all(prepared, pixels, time_range, e.o.min_x_step, e.o.draw_null_as_zero);
+        plot::consolidate_all(
+            prepared,
+            pixels,
+            time_range,
+            e.o.min_x_step,
+            e.o.draw_null_as_zero,
+        );
         plot::stack_all(prepared);
         let before = (e.area.xmin, e.area.xmax);
-        let left = axis_for(e, prepared, false, if second_axis { e.o.y_left } else { e.o.y })?;
-        let right = if second_axis { Some(axis_for(e, prepared, true, e.o.y_right)?) } else { None };
+        let left = axis_for(
+            e,
+            prepared,
+            false,
+            if second_axis { e.o.y_left } else { e.o.y },
+        )?;
+        let right = if second_axis {
+            Some(axis_for(e, prepared, true, e.o.y_right)?)
+        } else {
+            None
+        };
         if show_labels {
             let size = e.font_size();
-            let widest = |a: &YAxis| a.labels.iter().map(|(_, t)| e.face().width(t, size)).fold(0.0, f64::max);
+            let widest = |a: &YAxis| {
+                a.labels
+                    .iter()
+                    .map(|(_, t)| e.face().width(t, size))
+                    .fold(0.0, f64::max)
+            };
             let lw = widest(&left);
             match (&right, e.o.y_axis_side) {
                 (Some(r), _) => {
@@ -367,8 +456,12 @@ fn settle_layout(
                     e.area.xmin = e.area.xmin.max(e.left_reserved + lw * 1.02);
                     e.area.xmax = e.area.xmax.min(e.right_reserved - rw * 1.02 - 3.0);
                 }
-                (None, AxisSide::Left) => e.area.xmin = e.area.xmin.max(e.left_reserved + lw * 1.02),
-                (None, AxisSide::Right) => e.area.xmax = e.area.xmax.min(e.right_reserved - lw * 1.02),
+                (None, AxisSide::Left) => {
+                    e.area.xmin = e.area.xmin.max(e.left_reserved + lw * 1.02)
+                }
+                (None, AxisSide::Right) => {
+                    e.area.xmax = e.area.xmax.min(e.right_reserved - lw * 1.02)
+                }
             }
         }
         if before == (e.area.xmin, e.area.xmax) || pass >= MAX_LAYOUT_PASSES {
@@ -377,10 +470,18 @@ fn settle_layout(
     }
 }
 
-fn axis_for(e: &Engine<'_>, prepared: &[Prepared<'_>], right: bool, limits: super::AxisLimits) -> Result<YAxis, GraphError> {
+fn axis_for(
+    e: &Engine<'_>,
+    prepared: &[Prepared<'_>],
+    right: bool,
+    limits: super::AxisLimits,
+) -> Result<YAxis, GraphError> {
     let log = e.o.log_base;
     let (mut min, mut max) = plot::data_limits(prepared, right, log.is_some());
-    if let Some(soft) = e.o.soft_min.filter(|s| s.is_finite() && (log.is_none() || *s > 0.0)) {
+    if let Some(soft) =
+        e.o.soft_min
+            .filter(|s| s.is_finite() && (log.is_none() || *s > 0.0))
+    {
         min = min.min(soft);
     }
     if let Some(soft) = e.o.soft_max.filter(|s| s.is_finite()) {
@@ -416,7 +517,11 @@ fn draw_labels(e: &mut Engine<'_>, ctx: &AxesContext<'_>) {
             None => vec![(ctx.left, e.o.y_axis_side == AxisSide::Right)],
         };
         for (axis, on_right) in sides {
-            let lw = axis.labels.iter().map(|(_, t)| e.face().width(t, size)).fold(0.0, f64::max);
+            let lw = axis
+                .labels
+                .iter()
+                .map(|(_, t)| e.face().width(t, size))
+                .fold(0.0, f64::max);
             let (x, align) = match (on_right, ctx.right.is_some()) {
                 (false, _) => (a.xmin - lw * 0.02, Align::Right),
                 (true, true) => (a.xmax + lw * 0.02 + 3.0, Align::Left),
@@ -430,13 +535,49 @@ fn draw_labels(e: &mut Engine<'_>, ctx: &AxesContext<'_>) {
         }
     }
     if !e.o.hide_x_axis {
-        let format = e.o.x_format.clone().unwrap_or_else(|| ctx.xconf.format.to_string());
+        let format =
+            e.o.x_format
+                .clone()
+                .unwrap_or_else(|| ctx.xconf.format.to_string());
         let y = a.ymax + e.face().metrics(size).ascent;
-        for t in xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.label, ctx.tz) {
-            if let Some(label) = xaxis::label(t, &format, ctx.tz) {
-                e.text(&label, ctx.x_of(&a, t), y, Align::Center, VAlign::Top, size, 0.0, fg);
-            }
+        let labels: Vec<(i64, String)> =
+            xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.label, ctx.tz)
+                .into_iter()
+                .filter_map(|t| Some((t, xaxis::label(t, &format, ctx.tz)?)))
+                .collect();
+        // Beyond graphite-web's table (spans of many years) labels would overlap:
+        // keep every n-th so that each has room.
+        let widest = labels
+            .iter()
+            .map(|(_, l)| e.face().width(l, size))
+            .fold(0.0, f64::max);
+        let stride = thinning(labels.len(), a.xmax - a.xmin, widest + 8.0);
+        for (t, label) in labels.iter().step_by(stride) {
+            e.text(
+                label,
+                ctx.x_of(&a, *t),
+                y,
+                Align::Center,
+                VAlign::Top,
+                size,
+                0.0,
+                fg,
+            );
         }
+    }
+}
+
+/// Every how many of `count` marks to keep so that they are at least `min_gap`
+/// pixels apart over `width` pixels.
+fn thinning(count: usize, width: f64, min_gap: f64) -> usize {
+    if count < 2 || width <= 0.0 {
+        return 1;
+    }
+    let gap = width / count as f64;
+    if gap >= min_gap {
+        1
+    } else {
+        ((min_gap / gap).ceil() as usize).max(1)
     }
 }
 
@@ -467,25 +608,35 @@ fn draw_grid(e: &mut Engine<'_>, ctx: &AxesContext<'_>) {
     let hline = |e: &mut Engine<'_>, y: f64, stroke: &Stroke, color: Rgba| {
         if y >= a.ymin - 0.5 && y <= a.ymax + 0.5 {
             let y = snap(y);
-            e.canvas.stroke_path(&Path::line(a.xmin, y, a.xmax, y), stroke, color);
+            e.canvas
+                .stroke_path(&Path::line(a.xmin, y, a.xmax, y), stroke, color);
         }
     };
     let vline = |e: &mut Engine<'_>, x: f64, stroke: &Stroke, color: Rgba| {
         let x = snap(x);
-        e.canvas.stroke_path(&Path::line(x, a.ymax, x, a.ymin), stroke, color);
+        e.canvas
+            .stroke_path(&Path::line(x, a.ymax, x, a.ymin), stroke, color);
     };
 
     // Horizontal: a major line per label of the left axis, minor lines between.
     let labels: Vec<f64> = ctx.left.labels.iter().map(|(v, _)| *v).collect();
     let minor_y = e.o.minor_y;
-    let vertical_minor: Vec<i64> = xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.minor, ctx.tz);
-    let vertical_major: Vec<i64> = xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.major, ctx.tz);
+    let vertical_minor: Vec<i64> =
+        xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.minor, ctx.tz);
+    let vertical_major: Vec<i64> =
+        xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.major, ctx.tz);
     for (i, value) in labels.iter().enumerate() {
         if let Some(y) = ctx.left.y_coord(*value, a.ymin, a.ymax) {
             hline(e, y, &line(0.4), major);
         }
-        let Some(next) = labels.get(i + 1) else { continue };
-        let (lower, upper) = if value <= next { (*value, *next) } else { (*next, *value) };
+        let Some(next) = labels.get(i + 1) else {
+            continue;
+        };
+        let (lower, upper) = if value <= next {
+            (*value, *next)
+        } else {
+            (*next, *value)
+        };
         let distance = (upper - lower) / f64::from(1 + minor_y);
         for k in 0..minor_y {
             let v = lower + f64::from(k + 1) * distance;
@@ -495,8 +646,12 @@ fn draw_grid(e: &mut Engine<'_>, ctx: &AxesContext<'_>) {
         }
     }
     // Vertical: minor lines, then major lines over them.
-    for (ticks, width, color) in [(&vertical_minor, 0.25, minor), (&vertical_major, 0.33, major)] {
-        for &t in ticks {
+    for (ticks, width, color) in [
+        (&vertical_minor, 0.25, minor),
+        (&vertical_major, 0.33, major),
+    ] {
+        let stride = thinning(ticks.len(), a.xmax - a.xmin, 3.0);
+        for &t in ticks.iter().step_by(stride) {
             let x = ctx.x_of(&a, t);
             if x < a.xmax {
                 vline(e, x, &line(width), color);
@@ -518,5 +673,26 @@ impl From<&YAxis> for AxisInfo {
             log_base: a.log_base,
             labels: a.labels.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_are_thinned_to_fit() {
+        assert_eq!(thinning(10, 800.0, 50.0), 1);
+        assert_eq!(thinning(100, 800.0, 50.0), 7);
+        assert_eq!(thinning(5000, 800.0, 3.0), 19);
+        assert_eq!(thinning(1, 10.0, 50.0), 1);
+        assert_eq!(thinning(10, 0.0, 50.0), 1);
+    }
+
+    #[test]
+    fn snapping_centres_lines_on_pixels() {
+        assert_eq!(snap(10.0), 10.5);
+        assert_eq!(snap(10.7), 10.5);
+        assert_eq!(snap(11.2), 11.5);
     }
 }

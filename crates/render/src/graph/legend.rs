@@ -28,8 +28,15 @@ struct Entry {
 
 /// Draws the legend if it is shown (`hideLegend`, or graphite-web's rule: hidden
 /// beyond `legend_max_items` series) and has entries.
-pub(crate) fn draw(e: &mut Engine<'_>, prepared: &[Prepared<'_>], second_axis: bool) -> Result<(), GraphError> {
-    if e.o.hide_legend.unwrap_or(prepared.len() > e.o.legend_max_items) {
+pub(crate) fn draw(
+    e: &mut Engine<'_>,
+    prepared: &[Prepared<'_>],
+    second_axis: bool,
+) -> Result<(), GraphError> {
+    if e.o
+        .hide_legend
+        .unwrap_or(prepared.len() > e.o.legend_max_items)
+    {
         return Ok(());
     }
     let mut entries: Vec<Entry> = Vec::new();
@@ -38,7 +45,6 @@ pub(crate) fn draw(e: &mut Engine<'_>, prepared: &[Prepared<'_>], second_axis: b
         if s.name.is_empty() {
             continue;
         }
-        let known: Vec<f64> = s.values.iter().flatten().copied().filter(|v| v.is_finite()).collect();
         if e.o.hide_null_from_legend && s.values.iter().all(|v| v.is_none_or(f64::is_nan)) {
             continue;
         }
@@ -46,17 +52,16 @@ pub(crate) fn draw(e: &mut Engine<'_>, prepared: &[Prepared<'_>], second_axis: b
         if e.o.unique_legend && entries.iter().any(|x| x.name == name) {
             continue;
         }
-        let avg = (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64);
+        let stats = if e.o.legend_style == LegendStyle::Stats {
+            summary(&s.values)
+        } else {
+            [None; 4]
+        };
         entries.push(Entry {
             name,
             color: p.color.solid(),
             right: s.second_y_axis && second_axis,
-            stats: [
-                known.last().copied(),
-                avg,
-                known.iter().copied().reduce(f64::max),
-                known.iter().copied().reduce(f64::min),
-            ],
+            stats,
         });
     }
     if entries.is_empty() {
@@ -68,6 +73,20 @@ pub(crate) fn draw(e: &mut Engine<'_>, prepared: &[Prepared<'_>], second_axis: b
         LegendStyle::Stats => stats(e, &mut entries),
     }
     Ok(())
+}
+
+/// Current (last known), average, maximum and minimum of the finite values.
+fn summary(values: &[Option<f64>]) -> [Option<f64>; 4] {
+    let (mut last, mut sum, mut count) = (None, 0.0, 0usize);
+    let (mut max, mut min): (Option<f64>, Option<f64>) = (None, None);
+    for v in values.iter().flatten().copied().filter(|v| v.is_finite()) {
+        last = Some(v);
+        sum += v;
+        count += 1;
+        max = Some(max.map_or(v, |m| m.max(v)));
+        min = Some(min.map_or(v, |m| m.min(v)));
+    }
+    [last, (count > 0).then(|| sum / count as f64), max, min]
 }
 
 fn color_box(e: &mut Engine<'_>, x: f64, y: f64, size: f64, color: Rgba) {
@@ -93,14 +112,20 @@ fn names(e: &mut Engine<'_>, entries: &mut [Entry], second_axis: bool) {
     let x_start = e.area.xmin;
     let avail = (width - x_start).max(1.0);
     for entry in entries.iter_mut() {
-        let fitted = face.fit(&entry.name, size, avail - 2.0 * (box_size + PADDING)).into_owned();
+        let fitted = face
+            .fit(&entry.name, size, avail - 2.0 * (box_size + PADDING))
+            .into_owned();
         entry.name = fitted;
     }
-    let longest = entries.iter().map(|x| face.width(&x.name, size)).fold(0.0, f64::max);
+    let longest = entries
+        .iter()
+        .map(|x| face.width(&x.name, size))
+        .fold(0.0, f64::max);
     let label_width = longest + 2.0 * (box_size + PADDING);
     let fit_columns = ((avail / label_width).floor()).max(1.0) as usize;
     // Two sides when a second axis exists and two names fit side by side.
-    let two_sided = second_axis && 2.0 * longest + face.width(" ", size) + 2.0 * (box_size + PADDING) + 50.0 < width;
+    let two_sided = second_axis
+        && 2.0 * longest + face.width(" ", size) + 2.0 * (box_size + PADDING) + 50.0 < width;
     let fg = e.fg;
 
     if two_sided {
@@ -116,13 +141,31 @@ fn names(e: &mut Engine<'_>, entries: &mut [Entry], second_axis: bool) {
                 let x = right_edge - (nr % columns) as f64 * label_width;
                 let y = top + (nr / columns) as f64 * line_height;
                 color_box(e, x - box_size, y, box_size, entry.color);
-                e.text(&entry.name, x - box_size - PADDING, y, Align::Right, VAlign::Top, size, 0.0, fg);
+                e.text(
+                    &entry.name,
+                    x - box_size - PADDING,
+                    y,
+                    Align::Right,
+                    VAlign::Top,
+                    size,
+                    0.0,
+                    fg,
+                );
                 nr += 1;
             } else {
                 let x = x_start + (nl % columns) as f64 * label_width;
                 let y = top + (nl / columns) as f64 * line_height;
                 color_box(e, x, y, box_size, entry.color);
-                e.text(&entry.name, x + box_size + PADDING, y, Align::Left, VAlign::Top, size, 0.0, fg);
+                e.text(
+                    &entry.name,
+                    x + box_size + PADDING,
+                    y,
+                    Align::Left,
+                    VAlign::Top,
+                    size,
+                    0.0,
+                    fg,
+                );
                 nl += 1;
             }
         }
@@ -140,10 +183,28 @@ fn names(e: &mut Engine<'_>, entries: &mut [Entry], second_axis: bool) {
             // A right-axis series when the sides do not fit: the box after the name.
             let box_x = x + label_width - PADDING - box_size;
             color_box(e, box_x, y, box_size, entry.color);
-            e.text(&entry.name, box_x - PADDING, y, Align::Right, VAlign::Top, size, 0.0, fg);
+            e.text(
+                &entry.name,
+                box_x - PADDING,
+                y,
+                Align::Right,
+                VAlign::Top,
+                size,
+                0.0,
+                fg,
+            );
         } else {
             color_box(e, x, y, box_size, entry.color);
-            e.text(&entry.name, x + box_size + PADDING, y, Align::Left, VAlign::Top, size, 0.0, fg);
+            e.text(
+                &entry.name,
+                x + box_size + PADDING,
+                y,
+                Align::Left,
+                VAlign::Top,
+                size,
+                0.0,
+                fg,
+            );
         }
     }
 }
@@ -161,26 +222,50 @@ fn stats(e: &mut Engine<'_>, entries: &mut [Entry]) {
     let gap = face.width(" ", size);
     let mut columns: Vec<f64> = (0..4)
         .map(|k| {
-            let widest = values.iter().filter_map(|v| v.get(k)).map(|v| face.width(v, size)).fold(0.0, f64::max);
+            let widest = values
+                .iter()
+                .filter_map(|v| v.get(k))
+                .map(|v| face.width(v, size))
+                .fold(0.0, f64::max);
             face.width(STAT_NAMES[k], size) + gap + widest
         })
         .collect();
     let stats_width = |cols: &[f64]| cols.iter().map(|w| w + 3.0 * PADDING).sum::<f64>();
     let name_space = box_size + 2.0 * PADDING;
-    let longest = entries.iter().map(|x| face.width(&x.name, size)).fold(0.0, f64::max);
+    let longest = entries
+        .iter()
+        .map(|x| face.width(&x.name, size))
+        .fold(0.0, f64::max);
     // Drop statistics from the right until at least a short name fits beside them.
     while !columns.is_empty() && name_space + longest.min(60.0) + stats_width(&columns) > avail {
         columns.pop();
     }
-    let name_width = (avail - name_space - stats_width(&columns)).min(longest).max(1.0);
+    let name_width = (avail - name_space - stats_width(&columns))
+        .min(longest)
+        .max(1.0);
     e.area.ymax -= entries.len() as f64 * line_height + PADDING;
     let top = e.area.ymax + 2.0 * PADDING;
     let fg = e.fg;
     for (i, (entry, vals)) in entries.iter().zip(&values).enumerate() {
         let y = top + i as f64 * line_height;
-        color_box(e, x0, y + (m.ascent - box_size).max(0.0), box_size, entry.color);
+        color_box(
+            e,
+            x0,
+            y + (m.ascent - box_size).max(0.0),
+            box_size,
+            entry.color,
+        );
         let name = face.fit(&entry.name, size, name_width).into_owned();
-        e.text(&name, x0 + box_size + PADDING, y, Align::Left, VAlign::Top, size, 0.0, fg);
+        e.text(
+            &name,
+            x0 + box_size + PADDING,
+            y,
+            Align::Left,
+            VAlign::Top,
+            size,
+            0.0,
+            fg,
+        );
         let mut x = x0 + name_space + name_width + 2.0 * PADDING;
         for (k, col) in columns.iter().enumerate() {
             e.text(STAT_NAMES[k], x, y, Align::Left, VAlign::Top, size, 0.0, fg);
@@ -189,5 +274,17 @@ fn stats(e: &mut Engine<'_>, entries: &mut [Entry]) {
             }
             x += col + 3.0 * PADDING;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_known_values() {
+        let v = [None, Some(2.0), Some(f64::NAN), Some(6.0), Some(1.0), None];
+        assert_eq!(summary(&v), [Some(1.0), Some(3.0), Some(6.0), Some(1.0)]);
+        assert_eq!(summary(&[None, Some(f64::INFINITY)]), [None; 4]);
     }
 }

@@ -40,7 +40,10 @@ use chrono_tz::Tz;
 
 pub use color::{parse_color, ParsedColor, Rgba, DEFAULT_COLOR_LIST};
 pub use error::GraphError;
-pub use options::{AreaMode, AxisLimits, AxisMax, AxisSide, GraphOptions, LegendStyle, LineMode, SideOverrides, Style};
+pub use options::{
+    AreaMode, AxisLimits, AxisMax, AxisSide, GraphOptions, LegendStyle, LineMode, PngCompression,
+    SideOverrides, Style,
+};
 pub use parse::MAX_SIDE;
 pub use series::{Consolidation, DrawType, GraphSeries};
 pub use units::{format_units, si_compact, UnitSystem};
@@ -121,7 +124,11 @@ impl GraphInfo {
     /// The pixel row where `value` is drawn on the left (or only) axis, or on the
     /// right one.
     pub fn y_pixel(&self, value: f64, right_axis: bool) -> Option<f64> {
-        let axis = if right_axis { self.right_axis.as_ref() } else { self.left_axis.as_ref() }?;
+        let axis = if right_axis {
+            self.right_axis.as_ref()
+        } else {
+            self.left_axis.as_ref()
+        }?;
         let a = yaxis::YAxis {
             bottom: axis.bottom,
             top: axis.top,
@@ -172,14 +179,18 @@ pub fn render_graph_with_info(
     let (w, h) = (opts.width, opts.height);
     for (name, v) in [("width", w), ("height", h)] {
         if v == 0 || v > MAX_SIDE {
-            return Err(GraphError::param(name, &v.to_string(), format!("expected 1 to {MAX_SIDE} pixels")));
+            return Err(GraphError::param(
+                name,
+                &v.to_string(),
+                format!("expected 1 to {MAX_SIDE} pixels"),
+            ));
         }
     }
     match format {
         ImageFormat::Png => {
             let mut canvas = raster::Raster::new(w, h, fonts)?;
             let info = layout::draw(&mut canvas, fonts, series, opts, (start, end), tz)?;
-            Ok((canvas.encode_png()?, info))
+            Ok((canvas.encode_png(opts.png_compression)?, info))
         }
         ImageFormat::Svg => {
             let mut canvas = svg::Svg::new(w, h);

@@ -92,6 +92,16 @@ pub enum LegendStyle {
     Stats,
 }
 
+/// How hard PNG output is compressed (not a graphite-web parameter: a server setting).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PngCompression {
+    /// Quick to encode (about 1 ms for 800×600), larger files.
+    #[default]
+    Fast,
+    /// About a third smaller, several milliseconds more per image.
+    Small,
+}
+
 /// All graph parameters. [`GraphOptions::default`] is graphite-web's look;
 /// [`GraphOptions::rrd`] the GrowthForecast one. Colours stay strings until drawn,
 /// so that an unusable colour fails with the name of the parameter that carried it.
@@ -169,6 +179,7 @@ pub struct GraphOptions {
     pub soft_max: Option<f64>,
     /// Draw a frame around the plot (the rrd look).
     pub frame: bool,
+    pub png_compression: PngCompression,
 }
 
 impl Default for GraphOptions {
@@ -222,13 +233,15 @@ impl Default for GraphOptions {
             soft_min: None,
             soft_max: None,
             frame: false,
+            png_compression: PngCompression::Fast,
         }
     }
 }
 
 /// Colours of the rrd preset (Tableau 10: distinct, and readable on white).
 const RRD_COLORS: &[&str] = &[
-    "4e79a7", "f28e2b", "e15759", "76b7b2", "59a14f", "edc948", "b07aa1", "ff9da7", "9c755f", "bab0ac",
+    "4e79a7", "f28e2b", "e15759", "76b7b2", "59a14f", "edc948", "b07aa1", "ff9da7", "9c755f",
+    "bab0ac",
 ];
 
 impl GraphOptions {

@@ -20,7 +20,9 @@ pub const MAX_SIDE: u32 = 4096;
 impl GraphOptions {
     /// Reads graph parameters (already URL-decoded name/value pairs). `style=rrd`
     /// starts from [`GraphOptions::rrd`]; every other parameter is graphite-web's.
-    pub fn from_params<'a>(params: impl Iterator<Item = (&'a str, &'a str)>) -> Result<GraphOptions, GraphError> {
+    pub fn from_params<'a>(
+        params: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> Result<GraphOptions, GraphError> {
         let mut map: HashMap<&str, &str> = HashMap::new();
         for (name, value) in params {
             if value.is_empty() || value.eq_ignore_ascii_case("default") {
@@ -32,7 +34,13 @@ impl GraphOptions {
         let style = match map.get("style").copied() {
             None | Some("graphite") => Style::Graphite,
             Some("rrd") => Style::Rrd,
-            Some(other) => return Err(GraphError::param("style", other, "expected graphite or rrd")),
+            Some(other) => {
+                return Err(GraphError::param(
+                    "style",
+                    other,
+                    "expected graphite or rrd",
+                ))
+            }
         };
         let mut o = GraphOptions::for_style(style);
         let p = Params { map };
@@ -129,20 +137,45 @@ impl GraphOptions {
             };
         }
         if let Some(side) = p.get("yAxisSide") {
-            o.y_axis_side = if side == "right" { AxisSide::Right } else { AxisSide::Left };
+            o.y_axis_side = if side == "right" {
+                AxisSide::Right
+            } else {
+                AxisSide::Left
+            };
         }
         if let Some(system) = p.get("yUnitSystem") {
             o.y_unit_system = UnitSystem::from_name(system);
         }
-        p.axis(&mut o.y, ["yMin", "yMax", "yLimit", "yStep"], Some(["min", "max"]))?;
-        p.axis(&mut o.y_left, ["yMinLeft", "yMaxLeft", "yLimitLeft", "yStepLeft"], None)?;
-        p.axis(&mut o.y_right, ["yMinRight", "yMaxRight", "yLimitRight", "yStepRight"], None)?;
+        p.axis(
+            &mut o.y,
+            ["yMin", "yMax", "yLimit", "yStep"],
+            Some(["min", "max"]),
+        )?;
+        p.axis(
+            &mut o.y_left,
+            ["yMinLeft", "yMaxLeft", "yLimitLeft", "yStepLeft"],
+            None,
+        )?;
+        p.axis(
+            &mut o.y_right,
+            ["yMinRight", "yMaxRight", "yLimitRight", "yStepRight"],
+            None,
+        )?;
         if let Some(divisors) = p.get("yDivisors") {
             o.y_divisors = divisors
                 .split(',')
-                .map(|d| py::int(d).filter(|d| (1..=100).contains(d)).map(|d| d as u32))
+                .map(|d| {
+                    py::int(d)
+                        .filter(|d| (1..=100).contains(d))
+                        .map(|d| d as u32)
+                })
                 .collect::<Option<Vec<u32>>>()
-                .ok_or_else(|| p.bad("yDivisors", "expected integers from 1 to 100, separated by commas"))?;
+                .ok_or_else(|| {
+                    p.bad(
+                        "yDivisors",
+                        "expected integers from 1 to 100, separated by commas",
+                    )
+                })?;
         }
         if let Some(minor) = p.int("minorY")? {
             if minor > 100 {
@@ -207,7 +240,9 @@ impl Params<'_> {
 
     /// A finite number (Python's `float()` syntax).
     fn num(&self, name: &str) -> Result<Option<f64>, GraphError> {
-        let Some(v) = self.get(name) else { return Ok(None) };
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
         match py::float(v) {
             Some(x) if x.is_finite() => Ok(Some(x)),
             _ => Err(self.bad(name, "expected a finite number")),
@@ -216,15 +251,26 @@ impl Params<'_> {
 
     /// An integer; a decimal is truncated, as graphite-web's `int()` of a float does.
     fn int(&self, name: &str) -> Result<Option<i64>, GraphError> {
-        Ok(self.num(name)?.map(|x| x.trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64))
+        Ok(self
+            .num(name)?
+            .map(|x| x.trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64))
     }
 
     /// `yMin`/`yMax`/`yLimit`/`yStep` (or a side's forms), plus graphite-web's old
     /// names `min`/`max`, which count only when the new ones are absent.
-    fn axis(&self, axis: &mut AxisLimits, names: [&str; 4], old: Option<[&str; 2]>) -> Result<(), GraphError> {
+    fn axis(
+        &self,
+        axis: &mut AxisLimits,
+        names: [&str; 4],
+        old: Option<[&str; 2]>,
+    ) -> Result<(), GraphError> {
         let [min, max, limit, step] = names;
-        let min_name = old.filter(|_| self.get(min).is_none()).map_or(min, |[m, _]| m);
-        let max_name = old.filter(|_| self.get(max).is_none()).map_or(max, |[_, m]| m);
+        let min_name = old
+            .filter(|_| self.get(min).is_none())
+            .map_or(min, |[m, _]| m);
+        let max_name = old
+            .filter(|_| self.get(max).is_none())
+            .map_or(max, |[_, m]| m);
         if let Some(v) = self.num(min_name)? {
             axis.min = Some(v);
         }
@@ -250,7 +296,11 @@ fn side(name: &str, v: i64) -> Result<u32, GraphError> {
     if (1..=i64::from(MAX_SIDE)).contains(&v) {
         Ok(v as u32)
     } else {
-        Err(GraphError::param(name, &v.to_string(), format!("expected 1 to {MAX_SIDE} pixels")))
+        Err(GraphError::param(
+            name,
+            &v.to_string(),
+            format!("expected 1 to {MAX_SIDE} pixels"),
+        ))
     }
 }
 
@@ -274,7 +324,9 @@ fn dash_length(v: &str) -> Option<f64> {
     if v.eq_ignore_ascii_case("true") {
         return Some(1.0);
     }
-    py::float(v).filter(|d| d.is_finite() && *d > 0.0).map(|d| d.min(1000.0))
+    py::float(v)
+        .filter(|d| d.is_finite() && *d > 0.0)
+        .map(|d| d.min(1000.0))
 }
 
 /// Python's `urllib.parse.unquote_plus`: `+` is a space and `%XX` a byte, decoded as
@@ -401,8 +453,14 @@ mod tests {
 
     #[test]
     fn area_alpha_rules() {
-        assert_eq!(parse(&[("areaAlpha", "0.3")]).unwrap().area_alpha, Some(0.3));
-        assert_eq!(parse(&[("areaAlpha", "abc")]).unwrap().area_alpha, Some(0.5));
+        assert_eq!(
+            parse(&[("areaAlpha", "0.3")]).unwrap().area_alpha,
+            Some(0.3)
+        );
+        assert_eq!(
+            parse(&[("areaAlpha", "abc")]).unwrap().area_alpha,
+            Some(0.5)
+        );
         assert_eq!(parse(&[("areaAlpha", "0")]).unwrap().area_alpha, None);
     }
 
@@ -441,7 +499,14 @@ mod tests {
 
     #[test]
     fn truthiness() {
-        for (v, want) in [("true", true), ("False", false), ("0", false), ("0.0", false), ("2", true), ("no", true)] {
+        for (v, want) in [
+            ("true", true),
+            ("False", false),
+            ("0", false),
+            ("0.0", false),
+            ("2", true),
+            ("no", true),
+        ] {
             assert_eq!(truthy(v), want, "{v}");
         }
     }

@@ -46,12 +46,20 @@ pub(crate) struct Prepared<'s> {
 
 /// Resolves colours and options, in graphite-web's order: `leftColor`/`rightColor`
 /// (and widths, dashes) first, then the next `colorList` colour for series without one.
-pub(crate) fn prepare<'s>(series: &'s [GraphSeries], o: &GraphOptions, second_axis: bool) -> Result<Vec<Prepared<'s>>, GraphError> {
+pub(crate) fn prepare<'s>(
+    series: &'s [GraphSeries],
+    o: &GraphOptions,
+    second_axis: bool,
+) -> Result<Vec<Prepared<'s>>, GraphError> {
     let mut palette = o.color_list.iter().filter(|c| !c.is_empty()).cycle();
     let mut out = Vec::with_capacity(series.len());
     for s in series {
         let side = if s.second_y_axis { &o.right } else { &o.left };
-        let side_name = if s.second_y_axis { "rightColor" } else { "leftColor" };
+        let side_name = if s.second_y_axis {
+            "rightColor"
+        } else {
+            "leftColor"
+        };
         let (color_text, context) = match (&side.color, &s.color) {
             (Some(c), _) if second_axis => (c.clone(), side_name.to_string()),
             (_, Some(c)) => (c.clone(), format!("color of series {:?}", s.name)),
@@ -73,7 +81,11 @@ pub(crate) fn prepare<'s>(series: &'s [GraphSeries], o: &GraphOptions, second_ax
             src: s,
             color,
             alpha: s.alpha.filter(|a| a.is_finite()).unwrap_or(1.0),
-            width: if width.is_finite() { width.clamp(0.0, 100.0) } else { o.line_width },
+            width: if width.is_finite() {
+                width.clamp(0.0, 100.0)
+            } else {
+                o.line_width
+            },
             dash,
             fill: s.stacked,
             stack: s.stack,
@@ -104,7 +116,10 @@ pub(crate) fn arrange(prepared: &mut Vec<Prepared<'_>>, o: &GraphOptions, second
                 first.fill = true;
             }
         }
-        AreaMode::All => prepared.iter_mut().filter(|p| !p.src.draw_as_infinite).for_each(|p| p.fill = true),
+        AreaMode::All => prepared
+            .iter_mut()
+            .filter(|p| !p.src.draw_as_infinite)
+            .for_each(|p| p.fill = true),
         AreaMode::Stacked => {
             for p in prepared.iter_mut().filter(|p| !p.src.draw_as_infinite) {
                 p.fill = true;
@@ -121,7 +136,13 @@ pub(crate) fn arrange(prepared: &mut Vec<Prepared<'_>>, o: &GraphOptions, second
 
 /// graphite-web's `consolidateDataPoints`: points per pixel column for a plot of
 /// `pixels` columns covering `time_range` seconds, at least `min_x_step` pixels apart.
-pub(crate) fn consolidate_all(prepared: &mut [Prepared<'_>], pixels: f64, time_range: f64, min_x_step: f64, null_as_zero: bool) {
+pub(crate) fn consolidate_all(
+    prepared: &mut [Prepared<'_>],
+    pixels: f64,
+    time_range: f64,
+    min_x_step: f64,
+    null_as_zero: bool,
+) {
     let pixels = pixels.max(1.0);
     for p in prepared.iter_mut() {
         let step = p.src.step as f64;
@@ -136,9 +157,16 @@ pub(crate) fn consolidate_all(prepared: &mut [Prepared<'_>], pixels: f64, time_r
             p.per_point = 1;
             p.x_step = best;
         }
-        p.values = consolidate(&p.src.values, p.per_point, p.src.consolidation, p.src.x_files_factor);
+        p.values = consolidate(
+            &p.src.values,
+            p.per_point,
+            p.src.consolidation,
+            p.src.x_files_factor,
+        );
         if null_as_zero {
-            p.values.iter_mut().for_each(|v| *v = Some(v.unwrap_or(0.0)));
+            p.values
+                .iter_mut()
+                .for_each(|v| *v = Some(v.unwrap_or(0.0)));
         }
     }
 }
@@ -150,12 +178,19 @@ pub(crate) fn consolidate_all(prepared: &mut [Prepared<'_>], pixels: f64, time_r
 pub(crate) fn stack_all(prepared: &mut [Prepared<'_>]) {
     for right in [false, true] {
         let mut total: Vec<f64> = Vec::new();
-        for p in prepared.iter_mut().filter(|p| p.right == right && !p.src.draw_as_infinite) {
+        for p in prepared
+            .iter_mut()
+            .filter(|p| p.right == right && !p.src.draw_as_infinite)
+        {
             if total.len() < p.values.len() {
                 total.resize(p.values.len(), 0.0);
             }
             if p.stack {
-                p.base = total.iter().take(p.values.len()).map(|t| Some(*t)).collect();
+                p.base = total
+                    .iter()
+                    .take(p.values.len())
+                    .map(|t| Some(*t))
+                    .collect();
                 p.drawn = p
                     .values
                     .iter()
@@ -187,7 +222,11 @@ pub(crate) fn stack_all(prepared: &mut [Prepared<'_>]) {
 /// looks at positive values only. `(0, 1)` without data, as graphite-web.
 pub(crate) fn data_limits(prepared: &[Prepared<'_>], right: bool, log: bool) -> (f64, f64) {
     let usable = |v: &&f64| v.is_finite() && (!log || **v > 0.0);
-    let series = || prepared.iter().filter(move |p| p.right == right && !p.src.draw_as_infinite);
+    let series = || {
+        prepared
+            .iter()
+            .filter(move |p| p.right == right && !p.src.draw_as_infinite)
+    };
     let min = series()
         .flat_map(|p| p.values.iter().flatten())
         .filter(usable)
@@ -238,7 +277,13 @@ struct TraceMode {
     infinite: bool,
 }
 
-fn trace(values: &[Option<f64>], x0: f64, x_step: f64, mode: TraceMode, y_of: impl Fn(f64) -> Option<f64>) -> Trace {
+fn trace(
+    values: &[Option<f64>],
+    x0: f64,
+    x_step: f64,
+    mode: TraceMode,
+    y_of: impl Fn(f64) -> Option<f64>,
+) -> Trace {
     let mut out = Trace::default();
     let mut run: Vec<Vertex> = Vec::new();
     let mut x = x0;
@@ -255,7 +300,11 @@ fn trace(values: &[Option<f64>], x0: f64, x_step: f64, mode: TraceMode, y_of: im
             if nones == 0 {
                 // graphite-web draws the line on, flat, to the missing point's x.
                 if let (Some(l), false) = (last, run.is_empty()) {
-                    run.push(Vertex { x, y: l.y, idx: l.idx });
+                    run.push(Vertex {
+                        x,
+                        y: l.y,
+                        idx: l.idx,
+                    });
                 }
                 if mode.bridge.is_none() {
                     end_run(&mut run, &mut out);
@@ -281,7 +330,10 @@ fn trace(values: &[Option<f64>], x0: f64, x_step: f64, mode: TraceMode, y_of: im
         }
         run.push(vertex);
         if mode.line == LineMode::Staircase {
-            run.push(Vertex { x: x + x_step, ..vertex });
+            run.push(Vertex {
+                x: x + x_step,
+                ..vertex
+            });
         }
         x += x_step;
         nones = 0;
@@ -290,6 +342,9 @@ fn trace(values: &[Option<f64>], x0: f64, x_step: f64, mode: TraceMode, y_of: im
     end_run(&mut run, &mut out);
     out
 }
+
+/// The top edges of one filled series, one polyline per run, in pixels.
+type Lines = Vec<Vec<(f64, f64)>>;
 
 /// Where earlier areas reach at a given x: walks one earlier series' runs as x grows.
 struct Cursor<'r> {
@@ -303,7 +358,11 @@ impl Cursor<'_> {
     /// (several rows where a staircase steps); `None` outside its runs. Calls must
     /// come with non-decreasing `x`.
     fn at(&mut self, x: f64) -> Option<(f64, f64)> {
-        while self.runs.get(self.run).is_some_and(|r| r.last().is_none_or(|l| l.0 < x)) {
+        while self
+            .runs
+            .get(self.run)
+            .is_some_and(|r| r.last().is_none_or(|l| l.0 < x))
+        {
             self.run += 1;
             self.seg = 0;
         }
@@ -367,7 +426,8 @@ impl Plotter<'_> {
     }
 
     fn trace_of(&self, p: &Prepared<'_>, values: &[Option<f64>], fill: bool) -> Trace {
-        let bridge = (self.line_mode == LineMode::Connected && !fill).then(|| self.o.connected_limit.unwrap_or(u64::MAX));
+        let bridge = (self.line_mode == LineMode::Connected && !fill)
+            .then(|| self.o.connected_limit.unwrap_or(u64::MAX));
         let mode = TraceMode {
             line: self.line_mode,
             bridge,
@@ -381,15 +441,25 @@ impl Plotter<'_> {
     /// them after every other series.
     pub(crate) fn draw(&self, canvas: &mut dyn Canvas, prepared: &[Prepared<'_>]) {
         // Per axis, the lines of the areas drawn so far (graphite style only).
-        let mut earlier: [Vec<Vec<Vec<(f64, f64)>>>; 2] = [Vec::new(), Vec::new()];
+        let mut earlier: [Vec<Lines>; 2] = [Vec::new(), Vec::new()];
         let mut area_lines: Vec<(Trace, Rgba)> = Vec::new();
         for p in prepared {
             // An invisible series (areaBetween's lower edge) still shapes the areas.
-            let color = if p.src.invisible { p.color.rgb.with_alpha(0.0) } else { p.color.with_alpha(p.alpha) };
+            let color = if p.src.invisible {
+                p.color.rgb.with_alpha(0.0)
+            } else {
+                p.color.with_alpha(p.alpha)
+            };
             if p.fill && !p.src.draw_as_infinite {
                 let t = self.trace_of(p, &p.drawn, true);
                 let side = usize::from(p.right);
-                let lines = self.fill(canvas, p, &t, color, earlier.get(side).map_or(&[], |e| e.as_slice()));
+                let lines = self.fill(
+                    canvas,
+                    p,
+                    &t,
+                    color,
+                    earlier.get(side).map_or(&[], |e| e.as_slice()),
+                );
                 if self.o.style == Style::Graphite {
                     if let Some(e) = earlier.get_mut(side) {
                         e.push(lines);
@@ -414,18 +484,31 @@ impl Plotter<'_> {
         p: &Prepared<'_>,
         t: &Trace,
         color: Rgba,
-        earlier: &[Vec<Vec<(f64, f64)>>],
-    ) -> Vec<Vec<(f64, f64)>> {
+        earlier: &[Lines],
+    ) -> Lines {
         let y_of = self.y_of(p.right);
         let zero = y_of(0.0).unwrap_or(self.area.ymax);
-        let mut cursors: Vec<Cursor<'_>> = earlier.iter().map(|runs| Cursor { runs, run: 0, seg: 0 }).collect();
+        let mut cursors: Vec<Cursor<'_>> = earlier
+            .iter()
+            .map(|runs| Cursor {
+                runs,
+                run: 0,
+                seg: 0,
+            })
+            .collect();
         let mut path = Path::new();
         let mut lines = Vec::with_capacity(t.runs.len());
         for run in &t.runs {
             let bases: Vec<f64> = run
                 .iter()
                 .map(|v| match self.o.style {
-                    Style::Rrd => p.base.get(v.idx).copied().flatten().and_then(&y_of).unwrap_or(zero),
+                    Style::Rrd => p
+                        .base
+                        .get(v.idx)
+                        .copied()
+                        .flatten()
+                        .and_then(&y_of)
+                        .unwrap_or(zero),
                     Style::Graphite => {
                         let (mut hi, mut lo) = (zero, zero);
                         for c in cursors.iter_mut() {
@@ -457,7 +540,14 @@ impl Plotter<'_> {
         lines
     }
 
-    fn stroke(&self, canvas: &mut dyn Canvas, t: &Trace, color: Rgba, width: f64, dash: Option<f64>) {
+    fn stroke(
+        &self,
+        canvas: &mut dyn Canvas,
+        t: &Trace,
+        color: Rgba,
+        width: f64,
+        dash: Option<f64>,
+    ) {
         let mut stroke = Stroke::solid(width);
         stroke.dash = dash.map(|d| d as f32);
         if self.o.style == Style::Rrd {
@@ -485,7 +575,10 @@ mod tests {
     use super::*;
 
     fn xs_ys(t: &Trace) -> Vec<Vec<(f64, f64)>> {
-        t.runs.iter().map(|r| r.iter().map(|v| (v.x, v.y)).collect()).collect()
+        t.runs
+            .iter()
+            .map(|r| r.iter().map(|v| (v.x, v.y)).collect())
+            .collect()
     }
 
     const SLOPE: TraceMode = TraceMode {
@@ -514,8 +607,11 @@ mod tests {
             line: LineMode::Staircase,
             ..SLOPE
         };
-        let t = trace(&[Some(1.0), Some(2.0)], 0.0, 10.0, mode, |v| Some(v));
-        assert_eq!(xs_ys(&t), vec![vec![(0.0, 1.0), (10.0, 1.0), (10.0, 2.0), (20.0, 2.0)]]);
+        let t = trace(&[Some(1.0), Some(2.0)], 0.0, 10.0, mode, Some);
+        assert_eq!(
+            xs_ys(&t),
+            vec![vec![(0.0, 1.0), (10.0, 1.0), (10.0, 2.0), (20.0, 2.0)]]
+        );
     }
 
     #[test]
@@ -526,28 +622,48 @@ mod tests {
             bridge: Some(1),
             infinite: false,
         };
-        let t = trace(&v, 0.0, 1.0, mode, |v| Some(v));
+        let t = trace(&v, 0.0, 1.0, mode, Some);
         assert_eq!(
             xs_ys(&t),
-            vec![vec![(1.0, 1.0), (2.0, 1.0), (3.0, 2.0), (4.0, 2.0)], vec![(6.0, 3.0)]]
+            vec![
+                vec![(1.0, 1.0), (2.0, 1.0), (3.0, 2.0), (4.0, 2.0)],
+                vec![(6.0, 3.0)]
+            ]
         );
     }
 
     #[test]
     fn infinite_points_and_unplottable_values() {
-        let mode = TraceMode { infinite: true, ..SLOPE };
-        let t = trace(&[Some(0.0), Some(1.0), Some(0.0)], 0.0, 5.0, mode, |v| Some(v));
+        let mode = TraceMode {
+            infinite: true,
+            ..SLOPE
+        };
+        let t = trace(&[Some(0.0), Some(1.0), Some(0.0)], 0.0, 5.0, mode, |v| {
+            Some(v)
+        });
         assert_eq!(t.infinite, vec![5.0]);
         assert_eq!(xs_ys(&t), vec![vec![(0.0, 0.0)], vec![(10.0, 0.0)]]);
         // A value the axis cannot show (log axis, zero) is a gap.
-        let t = trace(&[Some(1.0), Some(0.0), Some(2.0)], 0.0, 1.0, SLOPE, |v| (v > 0.0).then_some(v));
-        assert_eq!(xs_ys(&t), vec![vec![(0.0, 1.0), (1.0, 1.0)], vec![(2.0, 2.0)]]);
+        let t = trace(&[Some(1.0), Some(0.0), Some(2.0)], 0.0, 1.0, SLOPE, |v| {
+            (v > 0.0).then_some(v)
+        });
+        assert_eq!(
+            xs_ys(&t),
+            vec![vec![(0.0, 1.0), (1.0, 1.0)], vec![(2.0, 2.0)]]
+        );
     }
 
     #[test]
     fn cursor_reads_earlier_lines() {
-        let runs = vec![vec![(0.0, 10.0), (10.0, 20.0), (10.0, 30.0), (20.0, 30.0)], vec![(40.0, 5.0), (50.0, 5.0)]];
-        let mut c = Cursor { runs: &runs, run: 0, seg: 0 };
+        let runs = vec![
+            vec![(0.0, 10.0), (10.0, 20.0), (10.0, 30.0), (20.0, 30.0)],
+            vec![(40.0, 5.0), (50.0, 5.0)],
+        ];
+        let mut c = Cursor {
+            runs: &runs,
+            run: 0,
+            seg: 0,
+        };
         assert_eq!(c.at(5.0), Some((15.0, 15.0)));
         assert_eq!(c.at(10.0), Some((20.0, 30.0)));
         assert_eq!(c.at(15.0), Some((30.0, 30.0)));
@@ -601,7 +717,9 @@ mod tests {
         assert_eq!(p[2].color.rgb, Rgba::rgb(0, 200, 0));
         let mut bad = series(vec![]);
         bad.color = Some("nocolour".into());
-        let e = prepare(&[bad], &GraphOptions::default(), false).err().unwrap();
+        let e = prepare(&[bad], &GraphOptions::default(), false)
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("series \"s\""), "{e}");
     }
 }

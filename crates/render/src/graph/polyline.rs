@@ -41,10 +41,19 @@ impl LineMask {
     }
 
     /// Adds the capsule of the segment `(ax, ay)–(bx, by)` with half width `hw`.
-    pub(crate) fn segment(&mut self, (ax, ay): (f32, f32), (bx, by): (f32, f32), hw: f32, clip: Bounds) {
+    pub(crate) fn segment(
+        &mut self,
+        (ax, ay): (f32, f32),
+        (bx, by): (f32, f32),
+        hw: f32,
+        clip: Bounds,
+    ) {
         let reach = hw + 0.5;
         let (dx, dy) = (bx - ax, by - ay);
         let len2 = dx * dx + dy * dy;
+        let inv_len2 = if len2 > 0.0 { 1.0 / len2 } else { 0.0 };
+        let reach2 = reach * reach;
+        let full = 2.0 * hw;
         let top = ((ay.min(by) - reach - 0.5).ceil().max(clip.y0 as f32)) as usize;
         let bottom = (ay.max(by) + reach - 0.5).floor();
         if bottom < clip.y0 as f32 {
@@ -63,21 +72,29 @@ impl LineMask {
             };
             let (xa, xb) = (ax + dx * t0, ax + dx * t1);
             let lo = (xa.min(xb) - reach - 0.5).ceil().max(clip.x0 as f32);
-            let hi = (xa.max(xb) + reach - 0.5).floor().min(clip.x1.min(self.width) as f32 - 1.0);
+            let hi = (xa.max(xb) + reach - 0.5)
+                .floor()
+                .min(clip.x1.min(self.width) as f32 - 1.0);
             if hi < lo {
                 continue;
             }
             let (lo, hi) = (lo as usize, hi as usize);
             let row = py * self.width;
-            let Some(cells) = self.coverage.get_mut(row + lo..=row + hi) else { continue };
+            let Some(cells) = self.coverage.get_mut(row + lo..=row + hi) else {
+                continue;
+            };
             for (i, cell) in cells.iter_mut().enumerate() {
                 let cx = (lo + i) as f32 + 0.5;
                 let (qx, qy) = (cx - ax, cy - ay);
-                let t = if len2 > 0.0 { ((qx * dx + qy * dy) / len2).clamp(0.0, 1.0) } else { 0.0 };
+                let t = ((qx * dx + qy * dy) * inv_len2).clamp(0.0, 1.0);
                 let (ex, ey) = (qx - t * dx, qy - t * dy);
+                let d2 = ex * ex + ey * ey;
+                if d2 >= reach2 {
+                    continue;
+                }
                 // A band of width 2·hw over a pixel at this distance; lines thinner
                 // than a pixel never cover more than their width.
-                let c = (reach - (ex * ex + ey * ey).sqrt()).min(2.0 * hw).clamp(0.0, 1.0);
+                let c = (reach - d2.sqrt()).min(full).clamp(0.0, 1.0);
                 let c = (c * 255.0 + 0.5) as u8;
                 if c > *cell {
                     *cell = c;
@@ -102,13 +119,17 @@ impl LineMask {
             let row = py * self.width;
             for x in span.0..=span.1 {
                 let i = row + x;
-                let Some(cell) = self.coverage.get_mut(i) else { continue };
+                let Some(cell) = self.coverage.get_mut(i) else {
+                    continue;
+                };
                 let c = u32::from(std::mem::take(cell));
                 if c == 0 {
                     continue;
                 }
                 let a = (alpha * c + 127) / 255;
-                let Some(px) = pixels.get_mut(i * 4..i * 4 + 4) else { continue };
+                let Some(px) = pixels.get_mut(i * 4..i * 4 + 4) else {
+                    continue;
+                };
                 let inv = 255 - a;
                 let mix = |src: u32, dst: u8| ((src * a + u32::from(dst) * inv + 127) / 255) as u8;
                 px[0] = mix(r, px[0]);
@@ -125,7 +146,12 @@ impl LineMask {
 mod tests {
     use super::*;
 
-    const ALL: Bounds = Bounds { x0: 0, y0: 0, x1: 100, y1: 100 };
+    const ALL: Bounds = Bounds {
+        x0: 0,
+        y0: 0,
+        x1: 100,
+        y1: 100,
+    };
 
     fn cov(m: &LineMask, x: usize, y: usize) -> u8 {
         m.coverage[y * m.width + x]
@@ -156,7 +182,17 @@ mod tests {
     #[test]
     fn clip_bounds_are_respected() {
         let mut m = LineMask::new(20, 10);
-        m.segment((0.0, 4.5), (20.0, 4.5), 1.0, Bounds { x0: 5, y0: 0, x1: 10, y1: 10 });
+        m.segment(
+            (0.0, 4.5),
+            (20.0, 4.5),
+            1.0,
+            Bounds {
+                x0: 5,
+                y0: 0,
+                x1: 10,
+                y1: 10,
+            },
+        );
         assert_eq!(cov(&m, 4, 4), 0);
         assert_eq!(cov(&m, 5, 4), 255);
         assert_eq!(cov(&m, 9, 4), 255);

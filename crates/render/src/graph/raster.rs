@@ -4,12 +4,15 @@
 use std::collections::HashMap;
 
 use ab_glyph::OutlineCurve;
-use tiny_skia::{FillRule, LineCap, LineJoin, Mask, Paint, PathBuilder, Pixmap, StrokeDash, Transform};
+use tiny_skia::{
+    FillRule, LineCap, LineJoin, Mask, Paint, PathBuilder, Pixmap, StrokeDash, Transform,
+};
 
 use super::canvas::{Align, Canvas, Join, Path, Rect, Seg, Stroke, TextRun};
 use super::color::Rgba;
 use super::error::GraphError;
 use super::font::Fonts;
+use super::options::PngCompression;
 use super::polyline::{Bounds, LineMask};
 
 /// Slant of synthesised italics (`fontItalic`): the font has no italic face.
@@ -28,9 +31,14 @@ pub(crate) struct Raster {
 }
 
 impl Raster {
-    pub(crate) fn new(width: u32, height: u32, fonts: &'static Fonts) -> Result<Raster, GraphError> {
-        let pixmap =
-            Pixmap::new(width, height).ok_or_else(|| GraphError::Encode(format!("cannot allocate a {width}x{height} image")))?;
+    pub(crate) fn new(
+        width: u32,
+        height: u32,
+        fonts: &'static Fonts,
+    ) -> Result<Raster, GraphError> {
+        let pixmap = Pixmap::new(width, height).ok_or_else(|| {
+            GraphError::Encode(format!("cannot allocate a {width}x{height} image"))
+        })?;
         Ok(Raster {
             lines: LineMask::new(width as usize, height as usize),
             pixmap,
@@ -42,11 +50,18 @@ impl Raster {
     }
 
     /// The image as PNG: RGB when every pixel is opaque (smaller), else RGBA.
-    pub(crate) fn encode_png(&self) -> Result<Vec<u8>, GraphError> {
+    pub(crate) fn encode_png(&self, compression: PngCompression) -> Result<Vec<u8>, GraphError> {
         let pixels = self.pixmap.pixels();
         let opaque = pixels.iter().all(|p| p.alpha() == 255);
         let (color, data): (png::ColorType, Vec<u8>) = if opaque {
-            (png::ColorType::Rgb, pixels.iter().flat_map(|p| [p.red(), p.green(), p.blue()]).collect())
+            let mut rgb = vec![0u8; pixels.len() * 3];
+            for (out, px) in rgb
+                .chunks_exact_mut(3)
+                .zip(self.pixmap.data().chunks_exact(4))
+            {
+                out.copy_from_slice(&px[..3]);
+            }
+            (png::ColorType::Rgb, rgb)
         } else {
             let data = pixels
                 .iter()
@@ -61,14 +76,26 @@ impl Raster {
         let mut encoder = png::Encoder::new(&mut out, self.pixmap.width(), self.pixmap.height());
         encoder.set_color(color);
         encoder.set_depth(png::BitDepth::Eight);
-        encoder.set_compression(png::Compression::Fast);
+        match compression {
+            // fdeflate with the Paeth filter: ~1 ms for 800×600 and a third smaller
+            // than with the default Sub filter.
+            PngCompression::Fast => {
+                encoder.set_compression(png::Compression::Fast);
+                encoder.set_filter(png::FilterType::Paeth);
+            }
+            // zlib's default level with a filter chosen per row: a third smaller
+            // again, for ~8 ms more.
+            PngCompression::Small => {
+                encoder.set_compression(png::Compression::Default);
+                encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+            }
+        }
         let err = |e: png::EncodingError| GraphError::Encode(e.to_string());
         let mut writer = encoder.write_header().map_err(err)?;
         writer.write_image_data(&data).map_err(err)?;
         writer.finish().map_err(err)?;
         Ok(out)
     }
-
 }
 
 impl Raster {
@@ -83,7 +110,12 @@ impl Raster {
                 x1: ((r.x + r.w - 0.5).floor() + 1.0).clamp(0.0, w as f32) as usize,
                 y1: ((r.y + r.h - 0.5).floor() + 1.0).clamp(0.0, h as f32) as usize,
             },
-            None => Bounds { x0: 0, y0: 0, x1: w, y1: h },
+            None => Bounds {
+                x0: 0,
+                y0: 0,
+                x1: w,
+                y1: h,
+            },
         };
         let hw = width / 2.0;
         let mut start: Option<(f32, f32)> = None;
@@ -137,7 +169,9 @@ fn outline_path(curves: &[OutlineCurve]) -> Option<tiny_skia::Path> {
     let mut last: Option<ab_glyph::Point> = None;
     for curve in curves {
         let start = match curve {
-            OutlineCurve::Line(p, _) | OutlineCurve::Quad(p, _, _) | OutlineCurve::Cubic(p, _, _, _) => *p,
+            OutlineCurve::Line(p, _)
+            | OutlineCurve::Quad(p, _, _)
+            | OutlineCurve::Cubic(p, _, _, _) => *p,
         };
         if last != Some(start) {
             if last.is_some() {
@@ -168,7 +202,8 @@ fn outline_path(curves: &[OutlineCurve]) -> Option<tiny_skia::Path> {
 impl Canvas for Raster {
     fn fill_rect(&mut self, rect: Rect, color: Rgba) {
         if let Some(r) = tiny_skia::Rect::from_xywh(rect.x, rect.y, rect.w, rect.h) {
-            self.pixmap.fill_rect(r, &paint(color), Transform::identity(), self.clip.as_ref());
+            self.pixmap
+                .fill_rect(r, &paint(color), Transform::identity(), self.clip.as_ref());
         }
     }
 
@@ -177,8 +212,13 @@ impl Canvas for Raster {
             return;
         }
         if let Some(p) = to_skia(path) {
-            self.pixmap
-                .fill_path(&p, &paint(color), FillRule::Winding, Transform::identity(), self.clip.as_ref());
+            self.pixmap.fill_path(
+                &p,
+                &paint(color),
+                FillRule::Winding,
+                Transform::identity(),
+                self.clip.as_ref(),
+            );
         }
     }
 
@@ -202,8 +242,13 @@ impl Canvas for Raster {
             dash: stroke.dash.and_then(|d| StrokeDash::new(vec![d, d], 1.0)),
         };
         if let Some(p) = to_skia(path) {
-            self.pixmap
-                .stroke_path(&p, &paint(color), &s, Transform::identity(), self.clip.as_ref());
+            self.pixmap.stroke_path(
+                &p,
+                &paint(color),
+                &s,
+                Transform::identity(),
+                self.clip.as_ref(),
+            );
         }
     }
 
@@ -223,7 +268,9 @@ impl Canvas for Raster {
         let base = Transform::from_translate(run.x, run.y).pre_rotate(run.rotate);
         let p = paint(run.color);
         for (id, pen) in shaped {
-            let mut t = base.pre_translate(offset + pen as f32 * scale, 0.0).pre_scale(scale, -scale);
+            let mut t = base
+                .pre_translate(offset + pen as f32 * scale, 0.0)
+                .pre_scale(scale, -scale);
             if run.italic {
                 t = t.pre_concat(Transform::from_skew(ITALIC_SKEW, 0.0));
             }
@@ -232,7 +279,8 @@ impl Canvas for Raster {
                 .entry((run.bold, id.0))
                 .or_insert_with(|| face.outline(id).and_then(|o| outline_path(&o.curves)));
             if let Some(path) = path {
-                self.pixmap.fill_path(path, &p, FillRule::Winding, t, self.clip.as_ref());
+                self.pixmap
+                    .fill_path(path, &p, FillRule::Winding, t, self.clip.as_ref());
             }
         }
     }
@@ -242,7 +290,12 @@ impl Canvas for Raster {
         self.clip = clip.and_then(|r| {
             let rect = tiny_skia::Rect::from_xywh(r.x, r.y, r.w, r.h)?;
             let mut mask = Mask::new(self.pixmap.width(), self.pixmap.height())?;
-            mask.fill_path(&PathBuilder::from_rect(rect), FillRule::Winding, false, Transform::identity());
+            mask.fill_path(
+                &PathBuilder::from_rect(rect),
+                FillRule::Winding,
+                false,
+                Transform::identity(),
+            );
             Some(mask)
         });
     }
@@ -293,9 +346,9 @@ mod tests {
     #[test]
     fn png_is_rgb_when_opaque_and_rgba_otherwise() {
         let mut r = Raster::new(4, 3, fonts().unwrap()).unwrap();
-        let rgba = r.encode_png().unwrap();
+        let rgba = r.encode_png(PngCompression::Fast).unwrap();
         r.fill_rect(Rect::new(0.0, 0.0, 4.0, 3.0), Rgba::rgb(1, 2, 3));
-        let rgb = r.encode_png().unwrap();
+        let rgb = r.encode_png(PngCompression::Small).unwrap();
         for (bytes, color) in [(rgba, png::ColorType::Rgba), (rgb, png::ColorType::Rgb)] {
             let reader = png::Decoder::new(bytes.as_slice()).read_info().unwrap();
             assert_eq!(reader.info().color_type, color);

@@ -69,7 +69,11 @@ impl FromStr for DrawType {
             "LINE1" => Ok(DrawType::Line1),
             "LINE2" => Ok(DrawType::Line2),
             "LINE3" => Ok(DrawType::Line3),
-            _ => Err(GraphError::param("type", s, "expected AREA, LINE1, LINE2 or LINE3")),
+            _ => Err(GraphError::param(
+                "type",
+                s,
+                "expected AREA, LINE1, LINE2 or LINE3",
+            )),
         }
     }
 }
@@ -119,7 +123,12 @@ pub struct GraphSeries {
 
 impl GraphSeries {
     /// A plain series with every graph option at its default.
-    pub fn new(name: impl Into<String>, start: i64, step: i64, values: Vec<Option<f64>>) -> GraphSeries {
+    pub fn new(
+        name: impl Into<String>,
+        start: i64,
+        step: i64,
+        values: Vec<Option<f64>>,
+    ) -> GraphSeries {
         GraphSeries {
             name: name.into(),
             start,
@@ -162,7 +171,12 @@ impl GraphSeries {
 /// by `how`, or `None` when the group has no known value or a known fraction below
 /// `xff`. NaN counts as missing. A short last group still counts against the full
 /// group size.
-pub(crate) fn consolidate(values: &[Option<f64>], per_point: usize, how: Consolidation, xff: f64) -> Vec<Option<f64>> {
+pub(crate) fn consolidate(
+    values: &[Option<f64>],
+    per_point: usize,
+    how: Consolidation,
+    xff: f64,
+) -> Vec<Option<f64>> {
     let clean = |v: &Option<f64>| v.filter(|x| !x.is_nan());
     if per_point <= 1 {
         return values.iter().map(clean).collect();
@@ -170,7 +184,7 @@ pub(crate) fn consolidate(values: &[Option<f64>], per_point: usize, how: Consoli
     values
         .chunks(per_point)
         .map(|group| {
-            let known = group.iter().filter_map(clean);
+            let mut known = group.iter().filter_map(clean);
             let count = known.clone().count();
             if count == 0 || (count as f64 / per_point as f64) < xff {
                 return None;
@@ -182,7 +196,7 @@ pub(crate) fn consolidate(values: &[Option<f64>], per_point: usize, how: Consoli
                 Consolidation::Min => known.fold(f64::INFINITY, f64::min),
                 Consolidation::Max => known.fold(f64::NEG_INFINITY, f64::max),
                 Consolidation::First => known.clone().next()?,
-                Consolidation::Last => known.last()?,
+                Consolidation::Last => known.next_back()?,
             })
         })
         .collect()
@@ -194,13 +208,39 @@ mod tests {
 
     #[test]
     fn consolidation_functions() {
-        let v = [Some(1.0), None, Some(3.0), Some(5.0), Some(f64::NAN), None, Some(2.0)];
-        assert_eq!(consolidate(&v, 3, Consolidation::Average, 0.0), vec![Some(2.0), Some(5.0), Some(2.0)]);
-        assert_eq!(consolidate(&v, 3, Consolidation::Sum, 0.0), vec![Some(4.0), Some(5.0), Some(2.0)]);
-        assert_eq!(consolidate(&v, 3, Consolidation::Min, 0.0), vec![Some(1.0), Some(5.0), Some(2.0)]);
-        assert_eq!(consolidate(&v, 3, Consolidation::Max, 0.0), vec![Some(3.0), Some(5.0), Some(2.0)]);
-        assert_eq!(consolidate(&v, 3, Consolidation::First, 0.0), vec![Some(1.0), Some(5.0), Some(2.0)]);
-        assert_eq!(consolidate(&v, 3, Consolidation::Last, 0.0), vec![Some(3.0), Some(5.0), Some(2.0)]);
+        let v = [
+            Some(1.0),
+            None,
+            Some(3.0),
+            Some(5.0),
+            Some(f64::NAN),
+            None,
+            Some(2.0),
+        ];
+        assert_eq!(
+            consolidate(&v, 3, Consolidation::Average, 0.0),
+            vec![Some(2.0), Some(5.0), Some(2.0)]
+        );
+        assert_eq!(
+            consolidate(&v, 3, Consolidation::Sum, 0.0),
+            vec![Some(4.0), Some(5.0), Some(2.0)]
+        );
+        assert_eq!(
+            consolidate(&v, 3, Consolidation::Min, 0.0),
+            vec![Some(1.0), Some(5.0), Some(2.0)]
+        );
+        assert_eq!(
+            consolidate(&v, 3, Consolidation::Max, 0.0),
+            vec![Some(3.0), Some(5.0), Some(2.0)]
+        );
+        assert_eq!(
+            consolidate(&v, 3, Consolidation::First, 0.0),
+            vec![Some(1.0), Some(5.0), Some(2.0)]
+        );
+        assert_eq!(
+            consolidate(&v, 3, Consolidation::Last, 0.0),
+            vec![Some(3.0), Some(5.0), Some(2.0)]
+        );
         // avg_zero divides by the group's length, including its missing values.
         let az = consolidate(&v, 3, Consolidation::AvgZero, 0.0);
         assert_eq!(az[0], Some(4.0 / 3.0));
@@ -211,18 +251,30 @@ mod tests {
     fn x_files_factor_counts_against_full_group() {
         let v = [Some(1.0), None, None, None, Some(2.0)];
         // The short last group (one of two known) needs 0.5 of 2 slots: 1/2 passes.
-        assert_eq!(consolidate(&v, 2, Consolidation::Average, 0.5), vec![Some(1.0), None, Some(2.0)]);
-        assert_eq!(consolidate(&v, 2, Consolidation::Average, 0.6), vec![None, None, None]);
+        assert_eq!(
+            consolidate(&v, 2, Consolidation::Average, 0.5),
+            vec![Some(1.0), None, Some(2.0)]
+        );
+        assert_eq!(
+            consolidate(&v, 2, Consolidation::Average, 0.6),
+            vec![None, None, None]
+        );
     }
 
     #[test]
     fn no_consolidation_turns_nan_into_none() {
-        assert_eq!(consolidate(&[Some(f64::NAN), Some(1.0)], 1, Consolidation::Average, 0.0), vec![None, Some(1.0)]);
+        assert_eq!(
+            consolidate(&[Some(f64::NAN), Some(1.0)], 1, Consolidation::Average, 0.0),
+            vec![None, Some(1.0)]
+        );
     }
 
     #[test]
     fn names_parse() {
-        assert_eq!("avg".parse::<Consolidation>().unwrap(), Consolidation::Average);
+        assert_eq!(
+            "avg".parse::<Consolidation>().unwrap(),
+            Consolidation::Average
+        );
         assert!("median".parse::<Consolidation>().is_err());
         assert_eq!("line2".parse::<DrawType>().unwrap(), DrawType::Line2);
         let s = GraphSeries::new("a", 0, 60, vec![]).with_draw(DrawType::Area, true);

@@ -146,7 +146,12 @@ impl Canvas for Svg {
         }
         self.out.push_str("<path d=\"");
         self.path_data(path);
-        let _ = writeln!(self.out, "\" fill=\"{}\"{} stroke=\"none\"/>", rgb(color), opacity("fill-opacity", color));
+        let _ = writeln!(
+            self.out,
+            "\" fill=\"{}\"{} stroke=\"none\"/>",
+            rgb(color),
+            opacity("fill-opacity", color)
+        );
     }
 
     fn stroke_path(&mut self, path: &Path, stroke: &Stroke, color: Rgba) {
@@ -167,7 +172,11 @@ impl Canvas for Svg {
             Join::Round => self.out.push_str(" stroke-linejoin=\"round\""),
         }
         if let Some(d) = stroke.dash {
-            let _ = write!(self.out, " stroke-dasharray=\"{0},{0}\" stroke-dashoffset=\"1\"", num(d));
+            let _ = write!(
+                self.out,
+                " stroke-dasharray=\"{0},{0}\" stroke-dashoffset=\"1\"",
+                num(d)
+            );
         }
         self.out.push_str("/>\n");
     }
@@ -198,7 +207,13 @@ impl Canvas for Svg {
             self.out.push_str(" font-style=\"italic\"");
         }
         if run.rotate != 0.0 {
-            let _ = write!(self.out, " transform=\"rotate({} {} {})\"", num(run.rotate), num(run.x), num(run.y));
+            let _ = write!(
+                self.out,
+                " transform=\"rotate({} {} {})\"",
+                num(run.rotate),
+                num(run.x),
+                num(run.y)
+            );
         }
         let _ = writeln!(self.out, ">{text}</text>");
     }
@@ -253,12 +268,20 @@ mod tests {
         let mut p = Path::new();
         p.move_to(0.0, 0.0);
         p.line_to(3.0, 4.0);
-        s.stroke_path(&p, &Stroke::solid(1.5), Rgba::rgb(255, 0, 0).with_alpha(0.5));
+        s.stroke_path(
+            &p,
+            &Stroke::solid(1.5),
+            Rgba::rgb(255, 0, 0).with_alpha(0.5),
+        );
         s.section("legend");
         let out = String::from_utf8(s.finish()).unwrap();
         assert!(out.contains("width=\"10px\" height=\"20px\""));
         assert!(out.contains("<path d=\"M0 0L3 4\" fill=\"none\" stroke=\"#ff0000\" stroke-opacity=\"0.5\" stroke-width=\"1.5\""));
         assert_eq!(out.matches("<g").count(), out.matches("</g>").count());
-        assert_eq!(out.matches("<clipPath").count(), 2, "the clip is reopened in the next section");
+        assert_eq!(
+            out.matches("<clipPath").count(),
+            2,
+            "the clip is reopened in the next section"
+        );
     }
 }

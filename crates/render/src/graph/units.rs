@@ -38,7 +38,13 @@ impl UnitSystem {
         const KI: f64 = 1024.0;
         const DAY: f64 = 86_400.0;
         match self {
-            UnitSystem::Si => &[("P", K * K * K * K * K), ("T", K * K * K * K), ("G", K * K * K), ("M", K * K), ("k", K)],
+            UnitSystem::Si => &[
+                ("P", K * K * K * K * K),
+                ("T", K * K * K * K),
+                ("G", K * K * K),
+                ("M", K * K),
+                ("k", K),
+            ],
             UnitSystem::Binary => &[
                 ("Pi", KI * KI * KI * KI * KI),
                 ("Ti", KI * KI * KI * KI),
@@ -46,7 +52,13 @@ impl UnitSystem {
                 ("Mi", KI * KI),
                 ("Ki", KI),
             ],
-            UnitSystem::Sec => &[("Y", 365.0 * DAY), ("M", 30.0 * DAY), ("D", DAY), ("H", 3600.0), ("m", 60.0)],
+            UnitSystem::Sec => &[
+                ("Y", 365.0 * DAY),
+                ("M", 30.0 * DAY),
+                ("D", DAY),
+                ("H", 3600.0),
+                ("m", 60.0),
+            ],
             UnitSystem::Msec => &[
                 ("Y", 365.0 * DAY * 1000.0),
                 ("M", 30.0 * DAY * 1000.0),
@@ -85,7 +97,11 @@ pub fn format_units(v: f64, step: Option<f64>, system: UnitSystem) -> (f64, &'st
 pub(crate) fn axis_label(value: f64, step: Option<f64>, span: f64, system: UnitSystem) -> String {
     let (v, prefix) = format_units(value, step, system);
     let (span, span_prefix) = format_units(span, step, system);
-    let prefix = if prefix.is_empty() { String::new() } else { format!("{prefix} ") };
+    let prefix = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix} ")
+    };
     if v < 0.1 {
         format!("{} {prefix}", py_g(v))
     } else if v < 1.0 {
@@ -114,7 +130,10 @@ pub(crate) fn py_g(v: f64) -> String {
     }
     const P: i32 = 6;
     let sci = format!("{:.*e}", (P - 1) as usize, v);
-    let exp: i32 = sci.rsplit_once('e').and_then(|(_, e)| e.parse().ok()).unwrap_or(0);
+    let exp: i32 = sci
+        .rsplit_once('e')
+        .and_then(|(_, e)| e.parse().ok())
+        .unwrap_or(0);
     if (-4..P).contains(&exp) {
         let decimals = (P - 1 - exp).max(0) as usize;
         strip_zeros(&format!("{v:.decimals$}")).to_string()
@@ -177,7 +196,10 @@ pub fn si_compact(v: Option<f64>) -> String {
         exp += 3;
         scaled = v / 10f64.powi(exp);
     }
-    let prefix = PREFIXES.iter().find(|(_, e)| *e == exp).map_or("", |(p, _)| p);
+    let prefix = PREFIXES
+        .iter()
+        .find(|(_, e)| *e == exp)
+        .map_or("", |(p, _)| p);
     let a = scaled.abs();
     let digits = if a < 9.995 {
         2
@@ -230,19 +252,34 @@ mod tests {
         assert_eq!(axis_label(1e6, Some(5e5), 2.5e6, si), "1000.0 k ");
         assert_eq!(axis_label(1.55, Some(0.05), 0.2, si), "1.55 ");
         assert_eq!(axis_label(-2.9000000000000004, Some(0.1), 0.6, si), "-2.9 ");
-        assert_eq!(axis_label(1024.0, Some(256.0), 1536.0, UnitSystem::Binary), "1024.0 ");
-        assert_eq!(axis_label(2048.0, Some(1024.0), 4096.0, UnitSystem::Binary), "2.0 Ki ");
+        assert_eq!(
+            axis_label(1024.0, Some(256.0), 1536.0, UnitSystem::Binary),
+            "1024.0 "
+        );
+        assert_eq!(
+            axis_label(2048.0, Some(1024.0), 4096.0, UnitSystem::Binary),
+            "2.0 Ki "
+        );
         assert_eq!(axis_label(1000.0, None, 99999.0, si), "1.0 k ");
         assert_eq!(axis_label(10.0, None, 99999.0, si), "10.0 ");
-        assert_eq!(axis_label(7200.0, Some(3600.0), 14400.0, UnitSystem::Sec), "2.0 H ");
+        assert_eq!(
+            axis_label(7200.0, Some(3600.0), 14400.0, UnitSystem::Sec),
+            "2.0 H "
+        );
     }
 
     #[test]
     fn format_units_respects_step() {
-        assert_eq!(format_units(1536.0, Some(512.0), UnitSystem::Binary), (1536.0, ""));
+        assert_eq!(
+            format_units(1536.0, Some(512.0), UnitSystem::Binary),
+            (1536.0, "")
+        );
         assert_eq!(format_units(1536.0, None, UnitSystem::Binary), (1.5, "Ki"));
         assert_eq!(format_units(3e12, Some(1e12), UnitSystem::Si), (3.0, "T"));
-        assert_eq!(format_units(500.0, Some(100.0), UnitSystem::None), (500.0, ""));
+        assert_eq!(
+            format_units(500.0, Some(100.0), UnitSystem::None),
+            (500.0, "")
+        );
     }
 
     #[test]

@@ -65,29 +65,127 @@ use Unit::{Day as D, Hour as H, Min as M, Sec as S};
 
 /// graphite-web 1.1's `xAxisConfigs`, with its `DATE_FORMAT` of `%m/%d`.
 const CONFIGS: [XConfig; 23] = [
-    row(0.00, (S, 5.0), (M, 1.0), (S, 5.0), "%H:%M:%S", Some(10 * MIN)),
-    row(0.07, (S, 10.0), (M, 1.0), (S, 10.0), "%H:%M:%S", Some(20 * MIN)),
-    row(0.14, (S, 15.0), (M, 1.0), (S, 15.0), "%H:%M:%S", Some(30 * MIN)),
+    row(
+        0.00,
+        (S, 5.0),
+        (M, 1.0),
+        (S, 5.0),
+        "%H:%M:%S",
+        Some(10 * MIN),
+    ),
+    row(
+        0.07,
+        (S, 10.0),
+        (M, 1.0),
+        (S, 10.0),
+        "%H:%M:%S",
+        Some(20 * MIN),
+    ),
+    row(
+        0.14,
+        (S, 15.0),
+        (M, 1.0),
+        (S, 15.0),
+        "%H:%M:%S",
+        Some(30 * MIN),
+    ),
     row(0.27, (S, 30.0), (M, 2.0), (M, 1.0), "%H:%M", Some(2 * HOUR)),
     row(0.5, (M, 1.0), (M, 2.0), (M, 1.0), "%H:%M", Some(2 * HOUR)),
     row(1.2, (M, 1.0), (M, 4.0), (M, 2.0), "%H:%M", Some(3 * HOUR)),
     row(2.0, (M, 1.0), (M, 10.0), (M, 5.0), "%H:%M", Some(6 * HOUR)),
-    row(5.0, (M, 2.0), (M, 10.0), (M, 10.0), "%H:%M", Some(12 * HOUR)),
+    row(
+        5.0,
+        (M, 2.0),
+        (M, 10.0),
+        (M, 10.0),
+        "%H:%M",
+        Some(12 * HOUR),
+    ),
     row(10.0, (M, 5.0), (M, 20.0), (M, 20.0), "%H:%M", Some(DAY)),
     row(30.0, (M, 10.0), (H, 1.0), (H, 1.0), "%H:%M", Some(2 * DAY)),
     row(60.0, (M, 30.0), (H, 2.0), (H, 2.0), "%H:%M", Some(2 * DAY)),
-    row(100.0, (H, 2.0), (H, 4.0), (H, 4.0), "%a %H:%M", Some(6 * DAY)),
-    row(255.0, (H, 6.0), (H, 12.0), (H, 12.0), "%m/%d %H:%M", Some(10 * DAY)),
+    row(
+        100.0,
+        (H, 2.0),
+        (H, 4.0),
+        (H, 4.0),
+        "%a %H:%M",
+        Some(6 * DAY),
+    ),
+    row(
+        255.0,
+        (H, 6.0),
+        (H, 12.0),
+        (H, 12.0),
+        "%m/%d %H:%M",
+        Some(10 * DAY),
+    ),
     row(600.0, (H, 6.0), (D, 1.0), (D, 1.0), "%m/%d", Some(14 * DAY)),
-    row(1000.0, (H, 12.0), (D, 1.0), (D, 1.0), "%m/%d", Some(365 * DAY)),
-    row(2000.0, (D, 1.0), (D, 2.0), (D, 2.0), "%m/%d", Some(365 * DAY)),
-    row(4000.0, (D, 2.0), (D, 4.0), (D, 4.0), "%m/%d", Some(365 * DAY)),
-    row(8000.0, (D, 3.5), (D, 7.0), (D, 7.0), "%m/%d", Some(365 * DAY)),
-    row(16000.0, (D, 7.0), (D, 14.0), (D, 14.0), "%m/%d", Some(365 * DAY)),
-    row(32000.0, (D, 15.0), (D, 30.0), (D, 30.0), "%m/%d", Some(365 * DAY)),
+    row(
+        1000.0,
+        (H, 12.0),
+        (D, 1.0),
+        (D, 1.0),
+        "%m/%d",
+        Some(365 * DAY),
+    ),
+    row(
+        2000.0,
+        (D, 1.0),
+        (D, 2.0),
+        (D, 2.0),
+        "%m/%d",
+        Some(365 * DAY),
+    ),
+    row(
+        4000.0,
+        (D, 2.0),
+        (D, 4.0),
+        (D, 4.0),
+        "%m/%d",
+        Some(365 * DAY),
+    ),
+    row(
+        8000.0,
+        (D, 3.5),
+        (D, 7.0),
+        (D, 7.0),
+        "%m/%d",
+        Some(365 * DAY),
+    ),
+    row(
+        16000.0,
+        (D, 7.0),
+        (D, 14.0),
+        (D, 14.0),
+        "%m/%d",
+        Some(365 * DAY),
+    ),
+    row(
+        32000.0,
+        (D, 15.0),
+        (D, 30.0),
+        (D, 30.0),
+        "%m/%d",
+        Some(365 * DAY),
+    ),
     row(64000.0, (D, 30.0), (D, 60.0), (D, 60.0), "%m/%d %Y", None),
-    row(100000.0, (D, 60.0), (D, 120.0), (D, 120.0), "%m/%d %Y", None),
-    row(120000.0, (D, 120.0), (D, 240.0), (D, 240.0), "%m/%d %Y", None),
+    row(
+        100000.0,
+        (D, 60.0),
+        (D, 120.0),
+        (D, 120.0),
+        "%m/%d %Y",
+        None,
+    ),
+    row(
+        120000.0,
+        (D, 120.0),
+        (D, 240.0),
+        (D, 240.0),
+        "%m/%d %Y",
+        None,
+    ),
 ];
 
 /// The last row whose `seconds` fits `seconds_per_pixel` and whose `max_interval`
@@ -115,26 +213,34 @@ pub(crate) fn ticks(start: i64, end: i64, (unit, step): (Unit, f64), tz: Tz) -> 
     let whole = step.trunc() as u32;
     let aligned = match unit {
         Unit::Sec => naive.with_second(naive.second() - naive.second() % whole.max(1)),
-        Unit::Min => naive.with_second(0).and_then(|n| n.with_minute(n.minute() - n.minute() % whole.max(1))),
+        Unit::Min => naive
+            .with_second(0)
+            .and_then(|n| n.with_minute(n.minute() - n.minute() % whole.max(1))),
         Unit::Hour => naive
             .with_second(0)
             .and_then(|n| n.with_minute(0))
             .and_then(|n| n.with_hour(n.hour() - n.hour() % whole.max(1))),
         Unit::Day => naive.date().and_hms_opt(0, 0, 0),
     };
-    let Some(aligned) = aligned else { return Vec::new() };
+    let Some(aligned) = aligned else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     if unit == Unit::Day && step.fract() == 0.0 && whole > 0 {
         let mut date = aligned.date();
         while out.len() < MAX_TICKS {
-            let Some(t) = local_midnight(date, tz, &local) else { break };
+            let Some(t) = local_midnight(date, tz, &local) else {
+                break;
+            };
             if t >= end {
                 break;
             }
             if t >= start {
                 out.push(t);
             }
-            let Some(next) = date.checked_add_signed(Duration::days(i64::from(whole))) else { break };
+            let Some(next) = date.checked_add_signed(Duration::days(i64::from(whole))) else {
+                break;
+            };
             date = next;
         }
         return out;
@@ -207,7 +313,10 @@ mod tests {
         // 2024-01-01 10:07:30 UTC .. +1h, every 20 minutes: 10:20, 10:40, 11:00.
         let start = 1_704_103_650;
         let t = ticks(start, start + HOUR, (Unit::Min, 20.0), Tz::UTC);
-        let labels: Vec<String> = t.iter().map(|&x| label(x, "%H:%M", Tz::UTC).unwrap()).collect();
+        let labels: Vec<String> = t
+            .iter()
+            .map(|&x| label(x, "%H:%M", Tz::UTC).unwrap())
+            .collect();
         assert_eq!(labels, vec!["10:20", "10:40", "11:00"]);
     }
 
@@ -226,8 +335,14 @@ mod tests {
         // 2024-03-29 12:00 UTC, for four days over the switch to summer time (31 March).
         let start = 1_711_713_600;
         let t = ticks(start, start + 4 * DAY, (Unit::Day, 1.0), tz);
-        let labels: Vec<String> = t.iter().map(|&x| label(x, "%m/%d %H:%M", tz).unwrap()).collect();
-        assert_eq!(labels, vec!["03/30 00:00", "03/31 00:00", "04/01 00:00", "04/02 00:00"]);
+        let labels: Vec<String> = t
+            .iter()
+            .map(|&x| label(x, "%m/%d %H:%M", tz).unwrap())
+            .collect();
+        assert_eq!(
+            labels,
+            vec!["03/30 00:00", "03/31 00:00", "04/01 00:00", "04/02 00:00"]
+        );
     }
 
     #[test]

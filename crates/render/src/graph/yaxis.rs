@@ -36,7 +36,10 @@ impl YAxis {
                 if value <= 0.0 || self.bottom <= 0.0 {
                     return None;
                 }
-                (value.log(base) - self.bottom.log(base), self.top.log(base) - self.bottom.log(base))
+                (
+                    value.log(base) - self.bottom.log(base),
+                    self.top.log(base) - self.bottom.log(base),
+                )
             }
             None => (value - self.bottom, self.top - self.bottom),
         };
@@ -81,7 +84,9 @@ pub(crate) fn build_axis(
     t.apply_settings(limits)?;
     if let Some(base) = log_base {
         if base <= 1.0 || !base.is_finite() {
-            return Err(GraphError::Axis(format!("logarithmic base {base} must be greater than one")));
+            return Err(GraphError::Axis(format!(
+                "logarithmic base {base} must be greater than one"
+            )));
         }
         return t.log_axis(base, system);
     }
@@ -168,7 +173,11 @@ impl Tics {
         let delta = |x: f64| if x.abs() < 1e-9 { 1.0 } else { 0.1 * x.abs() };
         match (min_fixed, max_fixed) {
             (true, true) => {
-                let max_name = if self.max_source == Source::Limit { "yLimit" } else { "yMax" };
+                let max_name = if self.max_source == Source::Limit {
+                    "yLimit"
+                } else {
+                    "yMax"
+                };
                 return Err(GraphError::Axis(format!(
                     "yMin {} must be less than {max_name} {}",
                     self.min, self.max
@@ -204,10 +213,14 @@ impl Tics {
         let max_div = divisors.iter().copied().fold(1.0, f64::max);
         let min_div = divisors.iter().copied().fold(f64::INFINITY, f64::min);
         let min_step = (variance / max_div).max(f64::MIN_POSITIVE);
-        let (base, mantissas): (f64, &[f64]) = if binary { (2.0, &[1.0]) } else { (10.0, &[1.0, 2.0, 5.0]) };
+        let (base, mantissas): (f64, &[f64]) = if binary {
+            (2.0, &[1.0])
+        } else {
+            (10.0, &[1.0, 2.0, 5.0])
+        };
         let mut exponent = (min_step.log(base) - EPSILON).floor() as i32;
         let mut best: Option<(f64, f64)> = None; // (slop, step)
-        // Each exponent adds a factor of the base; a few hundred cover any f64 range.
+                                                 // Each exponent adds a factor of the base; a few hundred cover any f64 range.
         'outer: for _ in 0..700 {
             let multiplier = base.powi(exponent);
             for &m in mantissas {
@@ -294,7 +307,15 @@ mod tests {
     use super::*;
 
     fn axis(min: f64, max: f64) -> YAxis {
-        build_axis(min, max, &AxisLimits::default(), None, UnitSystem::Si, &[4, 5, 6]).unwrap()
+        build_axis(
+            min,
+            max,
+            &AxisLimits::default(),
+            None,
+            UnitSystem::Si,
+            &[4, 5, 6],
+        )
+        .unwrap()
     }
 
     fn values(a: &YAxis) -> Vec<f64> {
@@ -312,7 +333,10 @@ mod tests {
     fn nice_steps() {
         let a = axis(3.0, 97.0);
         assert_eq!((a.bottom, a.top, a.step), (0.0, 100.0, Some(20.0)));
-        assert_eq!(texts(&a), vec!["0 ", "20.0 ", "40.0 ", "60.0 ", "80.0 ", "100.0 "]);
+        assert_eq!(
+            texts(&a),
+            vec!["0 ", "20.0 ", "40.0 ", "60.0 ", "80.0 ", "100.0 "]
+        );
 
         let a = axis(12345.0, 98765.0);
         assert_eq!((a.bottom, a.top), (0.0, 100000.0));
@@ -338,7 +362,15 @@ mod tests {
 
     #[test]
     fn binary_steps() {
-        let a = build_axis(0.0, 1536.0, &AxisLimits::default(), None, UnitSystem::Binary, &[4, 5, 6]).unwrap();
+        let a = build_axis(
+            0.0,
+            1536.0,
+            &AxisLimits::default(),
+            None,
+            UnitSystem::Binary,
+            &[4, 5, 6],
+        )
+        .unwrap();
         assert_eq!((a.bottom, a.top, a.step), (0.0, 1536.0, Some(256.0)));
         assert_eq!(texts(&a)[4], "1024.0 ");
     }
@@ -376,12 +408,22 @@ mod tests {
             limit: Some(90.0),
             ..AxisLimits::default()
         };
-        assert_eq!(build_axis(3.0, 87.0, &limits, None, UnitSystem::Si, &[4, 5, 6]).unwrap().top, 90.0);
+        assert_eq!(
+            build_axis(3.0, 87.0, &limits, None, UnitSystem::Si, &[4, 5, 6])
+                .unwrap()
+                .top,
+            90.0
+        );
         let limits = AxisLimits {
             limit: Some(50.0),
             ..AxisLimits::default()
         };
-        assert_eq!(build_axis(3.0, 87.0, &limits, None, UnitSystem::Si, &[4, 5, 6]).unwrap().top, 50.0);
+        assert_eq!(
+            build_axis(3.0, 87.0, &limits, None, UnitSystem::Si, &[4, 5, 6])
+                .unwrap()
+                .top,
+            50.0
+        );
 
         let limits = AxisLimits {
             step: Some(25.0),
@@ -399,7 +441,10 @@ mod tests {
             ..AxisLimits::default()
         };
         let e = build_axis(0.0, 1.0, &limits, None, UnitSystem::Si, &[4, 5, 6]).unwrap_err();
-        assert!(e.to_string().contains("yMin 10 must be less than yMax 5"), "{e}");
+        assert!(
+            e.to_string().contains("yMin 10 must be less than yMax 5"),
+            "{e}"
+        );
         // Only one bound fixed: the other moves.
         let limits = AxisLimits {
             min: Some(10.0),
@@ -431,9 +476,20 @@ mod tests {
 
     #[test]
     fn log_axis() {
-        let a = build_axis(3.0, 45000.0, &AxisLimits::default(), Some(10.0), UnitSystem::Si, &[]).unwrap();
+        let a = build_axis(
+            3.0,
+            45000.0,
+            &AxisLimits::default(),
+            Some(10.0),
+            UnitSystem::Si,
+            &[],
+        )
+        .unwrap();
         assert_eq!((a.bottom, a.top), (1.0, 100000.0));
-        assert_eq!(texts(&a), vec!["1.0 ", "10.0 ", "100.0 ", "1.0 k ", "10.0 k ", "100.0 k "]);
+        assert_eq!(
+            texts(&a),
+            vec!["1.0 ", "10.0 ", "100.0 ", "1.0 k ", "10.0 k ", "100.0 k "]
+        );
         let y = a.y_coord(100.0, 0.0, 500.0).unwrap();
         assert!((y - 300.0).abs() < 1e-9);
         assert_eq!(a.y_coord(0.0, 0.0, 500.0), None);

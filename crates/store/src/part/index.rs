@@ -97,14 +97,24 @@ impl IndexBuilder {
             chunk_rel: self.chunks.len() as u64,
             block_offset: e.offset,
         });
-        let delta = if c.count == 0 { 0 } else { e.series.wrapping_sub(self.prev_series) };
+        let delta = if c.count == 0 {
+            0
+        } else {
+            e.series.wrapping_sub(self.prev_series)
+        };
         c.count += 1;
         put_varint(&mut self.chunks, u64::from(delta));
         put_varint(&mut self.chunks, u64::from(e.len));
         put_varint(&mut self.chunks, u64::from(e.count));
         self.chunks.extend_from_slice(&e.crc.to_le_bytes());
-        put_varint(&mut self.chunks, zigzag(e.first_slot.wrapping_sub(self.partition)));
-        put_varint(&mut self.chunks, e.last_slot.wrapping_sub(e.first_slot) as u64);
+        put_varint(
+            &mut self.chunks,
+            zigzag(e.first_slot.wrapping_sub(self.partition)),
+        );
+        put_varint(
+            &mut self.chunks,
+            e.last_slot.wrapping_sub(e.first_slot) as u64,
+        );
         self.prev_series = e.series;
     }
 
@@ -128,7 +138,10 @@ impl Rd<'_> {
     fn varint(&mut self) -> Result<u64, String> {
         let mut v = 0u64;
         for i in 0..10 {
-            let byte = *self.b.get(self.pos).ok_or("index chunk ends inside an entry")?;
+            let byte = *self
+                .b
+                .get(self.pos)
+                .ok_or("index chunk ends inside an entry")?;
             self.pos += 1;
             v |= u64::from(byte & 0x7f) << (7 * i);
             if byte < 0x80 {
@@ -165,9 +178,12 @@ pub(crate) fn decode_chunk(
         if i > 0 && delta == 0 {
             return Err(format!("index not sorted after series {series}"));
         }
-        series = u32::try_from(u64::from(series) + delta).map_err(|_| "series id out of range".to_string())?;
-        let len = u32::try_from(r.varint()?).map_err(|_| "block length out of range".to_string())?;
-        let count = u32::try_from(r.varint()?).map_err(|_| "point count out of range".to_string())?;
+        series = u32::try_from(u64::from(series) + delta)
+            .map_err(|_| "series id out of range".to_string())?;
+        let len =
+            u32::try_from(r.varint()?).map_err(|_| "block length out of range".to_string())?;
+        let count =
+            u32::try_from(r.varint()?).map_err(|_| "point count out of range".to_string())?;
         let crc = r.u32()?;
         let first_slot = partition.wrapping_add(unzigzag(r.varint()?));
         let span = r.varint()?;
@@ -184,7 +200,9 @@ pub(crate) fn decode_chunk(
             first_slot,
             last_slot,
         };
-        offset = offset.checked_add(u64::from(len)).ok_or("block offset overflows")?;
+        offset = offset
+            .checked_add(u64::from(len))
+            .ok_or("block offset overflows")?;
         if !f(e) {
             return Ok(r.pos);
         }
@@ -224,7 +242,11 @@ mod tests {
         }
         let bytes = b.finish();
         let n_chunks = 1000usize.div_ceil(CHUNK);
-        assert!(bytes.len() < 1000 * 14, "about 10 bytes an entry: {}", bytes.len());
+        assert!(
+            bytes.len() < 1000 * 14,
+            "about 10 bytes an entry: {}",
+            bytes.len()
+        );
         let dir_at = bytes.len() - n_chunks * DIR_LEN;
         let mut got = Vec::new();
         for c in 0..n_chunks {
@@ -247,7 +269,11 @@ mod tests {
             chunk_rel: 0,
             block_offset: 64,
         };
-        for bytes in [&[][..], &[0x80; 20][..], &[0, 1, 1, 0, 0, 0, 0, 0, 0, 0][..]] {
+        for bytes in [
+            &[][..],
+            &[0x80; 20][..],
+            &[0, 1, 1, 0, 0, 0, 0, 0, 0, 0][..],
+        ] {
             assert!(decode_chunk(bytes, &d, 0, |_| true).is_err());
         }
     }

@@ -66,7 +66,8 @@ impl Part {
         let footer = Footer::decode(&map[foot_at..]).map_err(|d| corrupt(foot_at as u64, d))?;
         let chunks = (footer.series_count as usize).div_ceil(CHUNK);
         let dir_len = (chunks * DIR_LEN) as u64;
-        if footer.index_offset < HEADER_LEN as u64 || footer.index_offset + dir_len > foot_at as u64 {
+        if footer.index_offset < HEADER_LEN as u64 || footer.index_offset + dir_len > foot_at as u64
+        {
             return Err(corrupt(
                 foot_at as u64,
                 format!(
@@ -94,8 +95,15 @@ impl Part {
                 .get(dir_at + c * DIR_LEN..)
                 .and_then(DirEntry::decode)
                 .ok_or_else(|| corrupt(at, "short chunk directory".into()))?;
-            if d.chunk_rel != expect_chunk || d.block_offset != expect_block || d.count == 0 || d.count as usize > CHUNK {
-                return Err(corrupt(at, format!("chunk {c} descriptor {d:?} is inconsistent")));
+            if d.chunk_rel != expect_chunk
+                || d.block_offset != expect_block
+                || d.count == 0
+                || d.count as usize > CHUNK
+            {
+                return Err(corrupt(
+                    at,
+                    format!("chunk {c} descriptor {d:?} is inconsistent"),
+                ));
             }
             let bytes = index.get(d.chunk_rel as usize..dir_at).unwrap_or_default();
             let mut bad = None;
@@ -119,7 +127,10 @@ impl Part {
             }
             expect_chunk += used as u64;
         }
-        if expect_chunk != dir_at as u64 || expect_block != footer.index_offset || total != u64::from(footer.series_count) {
+        if expect_chunk != dir_at as u64
+            || expect_block != footer.index_offset
+            || total != u64::from(footer.series_count)
+        {
             return Err(corrupt(
                 footer.index_offset,
                 "the index does not describe exactly the block area".into(),
@@ -214,7 +225,12 @@ impl Part {
     }
 
     /// Decodes the block of `e`, appending to `slots`/`values`.
-    pub(crate) fn read(&self, e: &Entry, slots: &mut Vec<i64>, values: &mut Vec<f64>) -> Result<(), String> {
+    pub(crate) fn read(
+        &self,
+        e: &Entry,
+        slots: &mut Vec<i64>,
+        values: &mut Vec<f64>,
+    ) -> Result<(), String> {
         let b = self.block(e)?;
         decode_checked(b, e, slots, values)
     }
@@ -243,15 +259,23 @@ impl Part {
 }
 
 /// Decodes a block and checks its point count against the index.
-fn decode_checked(b: &[u8], e: &Entry, slots: &mut Vec<i64>, values: &mut Vec<f64>) -> Result<(), String> {
+fn decode_checked(
+    b: &[u8],
+    e: &Entry,
+    slots: &mut Vec<i64>,
+    values: &mut Vec<f64>,
+) -> Result<(), String> {
     let (s0, v0) = (slots.len(), values.len());
     let r = block::decode(b, slots, values).map_err(|err| format!("series {}: {err}", e.series));
     if r.is_err() || slots.len() - s0 != e.count as usize || values.len() - v0 != e.count as usize {
         slots.truncate(s0);
         values.truncate(v0);
-        return Err(r
-            .err()
-            .unwrap_or_else(|| format!("series {}: block holds the wrong number of points", e.series)));
+        return Err(r.err().unwrap_or_else(|| {
+            format!(
+                "series {}: block holds the wrong number of points",
+                e.series
+            )
+        }));
     }
     Ok(())
 }
@@ -307,7 +331,10 @@ impl IndexScan<'_> {
             .file
             .read_exact_at(&mut raw, at)
             .map_err(|e| format!("read {}: {e}", self.part.path.display()))?;
-        Ok(raw.chunks_exact(DIR_LEN).filter_map(DirEntry::decode).collect())
+        Ok(raw
+            .chunks_exact(DIR_LEN)
+            .filter_map(DirEntry::decode)
+            .collect())
     }
 
     fn fill(&mut self) -> Result<bool, String> {
@@ -423,7 +450,9 @@ impl Scan<'_> {
     /// sequential (any order works).
     pub(crate) fn block(&mut self, e: &Entry) -> Result<&[u8], String> {
         let limit = self.part.footer.index_offset;
-        let b = self.window.get(self.part, e.offset, e.len as usize, limit)?;
+        let b = self
+            .window
+            .get(self.part, e.offset, e.len as usize, limit)?;
         if crc32c::crc32c(b) != e.crc {
             return Err(format!("block crc mismatch for series {}", e.series));
         }
@@ -431,7 +460,12 @@ impl Scan<'_> {
     }
 
     /// Decodes the block of `e`.
-    pub(crate) fn read(&mut self, e: &Entry, slots: &mut Vec<i64>, values: &mut Vec<f64>) -> Result<(), String> {
+    pub(crate) fn read(
+        &mut self,
+        e: &Entry,
+        slots: &mut Vec<i64>,
+        values: &mut Vec<f64>,
+    ) -> Result<(), String> {
         let b = self.block(e)?;
         decode_checked(b, e, slots, values)
     }
@@ -498,7 +532,10 @@ mod tests {
         let idx_byte = bad.len() - FOOTER_LEN - 3;
         bad[idx_byte] ^= 1;
         std::fs::write(&p, &bad).unwrap();
-        assert!(Part::open(&p).unwrap_err().to_string().contains("index crc"));
+        assert!(Part::open(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("index crc"));
         // and one in the chunk area too
         let mut bad = good.clone();
         let footer = Footer::decode(&good[good.len() - FOOTER_LEN..]).unwrap();

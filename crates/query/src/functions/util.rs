@@ -1,0 +1,681 @@
+//! Helpers shared by the function families: graphite-web's aggregation functions by
+//! name (`functions/aggfuncs.py` over `functions/safe.py`), Python's list sort (whose
+//! order, ties and NaN included, decides which series `highest`/`sortBy` return),
+//! Python's `%g`/`%.2f` number formatting used in series names, graphite's unit
+//! prefixes (`format_units`), and the node/tag lookup of `aliasByNode`/`groupByNode`
+//! (`aggKey`).
+//!
+//! Everything here computes exactly what the Python does, in the same order of
+//! floating-point operations: sums start from zero and run left to right as `sum()`
+//! does, `min`/`max` keep the first of equal values as Python's builtins do.
+
+use std::borrow::Cow;
+
+use crate::error::QueryError;
+use crate::eval::{RequestContext, Session, Value};
+use crate::functions::Invocation;
+use crate::grammar::{self, Arg, Expr};
+use crate::py;
+use crate::series::TimeSeries;
+
+/// One of graphite-web's aggregation functions (`aggfuncs.aggFuncs`), applied to a row
+/// of values where `None` is a missing value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AggFunc {
+    Average,
+    AvgZero,
+    Median,
+    Sum,
+    Min,
+    Max,
+    Diff,
+    Stddev,
+    Count,
+    Range,
+    Multiply,
+    Last,
+}
+
+impl AggFunc {
+    /// `getAggFunc`: the names and their aliases (`avg`, `total`, `current`,
+    /// `rangeOf`). The deprecated `…Series` spellings are not accepted here, as in
+    /// graphite-web, where only `aggregate()` strips them.
+    pub(crate) fn from_name(name: &str) -> Option<AggFunc> {
+        Some(match name {
+            "average" | "avg" => AggFunc::Average,
+            "avg_zero" => AggFunc::AvgZero,
+            "median" => AggFunc::Median,
+            "sum" | "total" => AggFunc::Sum,
+            "min" => AggFunc::Min,
+            "max" => AggFunc::Max,
+            "diff" => AggFunc::Diff,
+            "stddev" => AggFunc::Stddev,
+            "count" => AggFunc::Count,
+            "range" | "rangeOf" => AggFunc::Range,
+            "multiply" => AggFunc::Multiply,
+            "last" | "current" => AggFunc::Last,
+            _ => return None,
+        })
+    }
+
+    /// Whether Python's result is an `int` (`count`), which prints without `.0`.
+    pub(crate) fn is_integer(self) -> bool {
+        self == AggFunc::Count
+    }
+
+    /// The function over a row. `None` where graphite-web's answers `None` (no known
+    /// value), and also for `multiply` of an empty row, where Python raises.
+    pub(crate) fn apply(self, row: &[Option<f64>]) -> Option<f64> {
+        let known = || row.iter().filter_map(|v| *v);
+        match self {
+            AggFunc::Sum => py_sum(known()),
+            AggFunc::Average => {
+                let n = known().count();
+                py_sum(known()).map(|s| s / n as f64)
+            }
+            AggFunc::AvgZero => {
+                if row.is_empty() {
+                    return None;
+                }
+                let sum = row.iter().fold(0.0, |acc, v| acc + v.unwrap_or(0.0));
+                Some(sum / row.len() as f64)
+            }
+            AggFunc::Median => {
+                let mut sorted: Vec<f64> = known().collect();
+                if sorted.is_empty() {
+                    return None;
+                }
+                py_sort_floats(&mut sorted);
+                let mid = sorted.len() / 2;
+                Some(if sorted.len() % 2 == 0 {
+                    (sorted[mid - 1] + sorted[mid]) / 2.0
+                } else {
+                    sorted[mid]
+                })
+            }
+            AggFunc::Min => py_min(known()),
+            AggFunc::Max => py_max(known()),
+            AggFunc::Diff => {
+                let mut it = known();
+                let first = it.next()?;
+                Some(it.fold(0.0 + first, |acc, v| acc + -v))
+            }
+            AggFunc::Stddev => {
+                let n = known().count();
+                let avg = py_sum(known())? / n as f64;
+                let squares = known().fold(0.0, |acc, v| acc + (v - avg) * (v - avg));
+                Some((squares / n as f64).sqrt())
+            }
+            AggFunc::Count => Some(known().count() as f64),
+            AggFunc::Range => Some(py_max(known())? - py_min(known())?),
+            AggFunc::Multiply => {
+                if row.is_empty() || row.iter().any(Option::is_none) {
+                    return None;
+                }
+                known().reduce(|a, b| a * b)
+            }
+            AggFunc::Last => row.iter().rev().find_map(|v| *v),
+        }
+    }
+}
+
+/// `sum()` of floats: from zero, left to right (so `-0.0` alone sums to `0.0`); `None`
+/// for no value (`safeSum`).
+pub(crate) fn py_sum(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut any = false;
+    let sum = values.fold(0.0, |acc, v| {
+        any = true;
+        acc + v
+    });
+    any.then_some(sum)
+}
+
+/// `min()`: the first value, replaced only by a strictly smaller one.
+pub(crate) fn py_min(mut values: impl Iterator<Item = f64>) -> Option<f64> {
+    let first = values.next()?;
+    Some(values.fold(first, |m, v| if v < m { v } else { m }))
+}
+
+/// `max()`: the first value, replaced only by a strictly greater one.
+pub(crate) fn py_max(mut values: impl Iterator<Item = f64>) -> Option<f64> {
+    let first = values.next()?;
+    Some(values.fold(first, |m, v| if v > m { v } else { m }))
+}
+
+/// The values of a series as Python iterates it: consolidated when
+/// `values_per_point > 1` (graphite-web's `TimeSeries.__iter__`), borrowed otherwise.
+pub(crate) fn row(series: &TimeSeries) -> Cow<'_, [Option<f64>]> {
+    if series.values_per_point <= 1 {
+        Cow::Borrowed(&series.values)
+    } else {
+        Cow::Owned(series.consolidated().collect())
+    }
+}
+
+/// graphite-web's `keyFunc`: the aggregate, with `None` sorting as `-inf`.
+pub(crate) fn sort_key(func: AggFunc, series: &TimeSeries) -> f64 {
+    func.apply(&row(series)).unwrap_or(f64::NEG_INFINITY)
+}
+
+/// Sorts `items` by float `keys` exactly as Python's `list.sort(key=…, reverse=…)`
+/// does: stable, comparing with `<` only (so NaN keys land where CPython puts them),
+/// and `reverse` keeping equal keys in their original order.
+pub(crate) fn py_sort_by_keys<T>(items: Vec<T>, keys: &[f64], reverse: bool) -> Vec<T> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    let lt = |a: &usize, b: &usize| keys[*a] < keys[*b];
+    if reverse {
+        order.reverse();
+    }
+    py_sort(&mut order, &lt);
+    if reverse {
+        order.reverse();
+    }
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// Python's `sorted()` of floats.
+pub(crate) fn py_sort_floats(values: &mut [f64]) {
+    let lt = |a: &f64, b: &f64| a < b;
+    py_sort(values, &lt);
+}
+
+/// CPython's list sort driven by `lt`. Below 64 items (CPython's smallest merge run,
+/// so every list a function here sorts in practice) this is CPython's exact sequence
+/// of comparisons: the natural run at the start (reversed when strictly descending),
+/// then binary insertion. Longer lists are merge-sorted, stable; the two agree
+/// whenever `lt` is a strict weak order (always, unless keys are NaN).
+pub(crate) fn py_sort<T: Clone>(items: &mut [T], lt: &dyn Fn(&T, &T) -> bool) {
+    let n = items.len();
+    if n < 2 {
+        return;
+    }
+    if n >= 64 {
+        merge_sort(items, lt);
+        return;
+    }
+    // count_run
+    let mut run = 2;
+    if lt(&items[1], &items[0]) {
+        while run < n && lt(&items[run], &items[run - 1]) {
+            run += 1;
+        }
+        items[..run].reverse();
+    } else {
+        while run < n && !lt(&items[run], &items[run - 1]) {
+            run += 1;
+        }
+    }
+    // binarysort
+    for start in run..n {
+        let pivot = items[start].clone();
+        let (mut l, mut r) = (0, start);
+        while l < r {
+            let p = l + ((r - l) >> 1);
+            if lt(&pivot, &items[p]) {
+                r = p;
+            } else {
+                l = p + 1;
+            }
+        }
+        items[l..=start].rotate_right(1);
+    }
+}
+
+fn merge_sort<T: Clone>(items: &mut [T], lt: &dyn Fn(&T, &T) -> bool) {
+    if items.len() < 2 {
+        return;
+    }
+    let mid = items.len() / 2;
+    merge_sort(&mut items[..mid], lt);
+    merge_sort(&mut items[mid..], lt);
+    let left: Vec<T> = items[..mid].to_vec();
+    let right: Vec<T> = items[mid..].to_vec();
+    let (mut i, mut j) = (0, 0);
+    for slot in items.iter_mut() {
+        // take from the right only when strictly smaller: stable
+        if j < right.len() && (i == left.len() || lt(&right[j], &left[i])) {
+            *slot = right[j].clone();
+            j += 1;
+        } else {
+            *slot = left[i].clone();
+            i += 1;
+        }
+    }
+}
+
+/// Python's `'%g' % x`: six significant digits, trailing zeros dropped, exponent
+/// notation (`1e+06`, `1e-05`) outside `1e-4 <= |x| < 1e6`.
+pub(crate) fn format_g(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".to_string();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    const P: i32 = 6;
+    let sci = format!("{:.*e}", (P - 1) as usize, x);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..P).contains(&exp) {
+        let fixed = format!("{:.*}", (P - 1 - exp) as usize, x);
+        strip_zeros(&fixed).to_string()
+    } else {
+        format!(
+            "{}e{}{:02}",
+            strip_zeros(mantissa),
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        )
+    }
+}
+
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Python's `'%.Nf' % x` (`nan`, `inf`, `-inf` spelled as Python does).
+pub(crate) fn format_fixed(x: f64, precision: usize) -> String {
+    if x.is_nan() {
+        "nan".to_string()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf" } else { "-inf" }.to_string()
+    } else {
+        format!("{x:.precision$}")
+    }
+}
+
+/// Python's `'%s' % value` of a number a function received.
+pub(crate) fn format_s(value: &Value) -> String {
+    value.python_str()
+}
+
+/// graphite's unit systems for `format_units` (glyph.py `UnitSystems`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UnitSystem {
+    Si,
+    Binary,
+}
+
+impl UnitSystem {
+    pub(crate) fn from_name(name: &str) -> Option<UnitSystem> {
+        match name {
+            "si" => Some(UnitSystem::Si),
+            "binary" => Some(UnitSystem::Binary),
+            _ => None,
+        }
+    }
+
+    fn prefixes(self) -> [(&'static str, f64); 5] {
+        match self {
+            UnitSystem::Si => [
+                ("P", 1e15),
+                ("T", 1e12),
+                ("G", 1e9),
+                ("M", 1e6),
+                ("k", 1e3),
+            ],
+            UnitSystem::Binary => [
+                ("Pi", 1125899906842624.0),
+                ("Ti", 1099511627776.0),
+                ("Gi", 1073741824.0),
+                ("Mi", 1048576.0),
+                ("Ki", 1024.0),
+            ],
+        }
+    }
+}
+
+/// glyph.py's `format_units(v, system=…, units=…)`: the value scaled by the largest
+/// prefix not above it, and the prefix (with `units` appended). Values within 1e-11 of
+/// an integer (and above 1) are floored, as graphite does.
+pub(crate) fn format_units(v: f64, system: UnitSystem, units: Option<&str>) -> (f64, String) {
+    for (prefix, size) in system.prefixes() {
+        if v.abs() >= size {
+            let mut v2 = v / size;
+            if (v2 - v2.floor()) < 0.00000000001 && v > 1.0 {
+                v2 = v2.floor();
+            }
+            return (v2, format!("{prefix}{}", units.unwrap_or("")));
+        }
+    }
+    let mut v = v;
+    if (v - v.floor()) < 0.00000000001 && v > 1.0 {
+        v = v.floor();
+    }
+    (v, units.unwrap_or("").to_string())
+}
+
+/// Python's `'%*s' % (width, text)`: right-aligned in `width` characters, or
+/// left-aligned when `width` is negative.
+pub(crate) fn pad(text: &str, width: i64) -> String {
+    let len = text.chars().count() as i64;
+    let fill = " ".repeat((width.abs() - len).max(0) as usize);
+    if width < 0 {
+        format!("{text}{fill}")
+    } else {
+        format!("{fill}{text}")
+    }
+}
+
+/// graphite-web's `_getFirstPathExpression`: the first metric path in a series name
+/// that reads as a target (`movingAverage(a.b.c,5)` → `a.b.c`), following first
+/// arguments down; `None` when the name does not parse or the path is not first.
+pub(crate) fn first_path_expression(name: &str) -> Option<String> {
+    let parsed = grammar::parse(name).ok()?;
+    let mut expr = parsed.expr;
+    loop {
+        match expr {
+            Expr::Path(p) => return Some(p),
+            Expr::Call(call) => match call.args.into_iter().next() {
+                Some(Arg::Expr(e)) => expr = e,
+                _ => return None,
+            },
+            Expr::Template(_) => return None,
+        }
+    }
+}
+
+/// graphite-web's `getNodeOrTag`: node `n` of the name (or of `path_expression` when
+/// given), tags split off first, negative indices from the end; a node that is not an
+/// integer, or out of range, is looked up as a tag instead (empty when absent).
+pub(crate) fn node_or_tag(series: &TimeSeries, n: &Value, path_expression: Option<&str>) -> String {
+    if let Value::Int(i) = n {
+        let source = path_expression.unwrap_or(&series.name);
+        let metric = source.split(';').next().unwrap_or("");
+        let nodes: Vec<&str> = metric.split('.').collect();
+        let len = nodes.len() as i64;
+        let index = if *i < 0 { len + i } else { *i };
+        if (0..len).contains(&index) {
+            return nodes[index as usize].to_string();
+        }
+    }
+    series.tags.get(&n.python_str()).unwrap_or("").to_string()
+}
+
+/// graphite-web's `aggKey`: the nodes or tags joined with `.`; a name ending in `)`
+/// is read through its first path expression.
+pub(crate) fn agg_key(series: &TimeSeries, nodes: &[Value]) -> String {
+    let path = if series.name.ends_with(')') {
+        first_path_expression(&series.name)
+    } else {
+        None
+    };
+    let parts: Vec<String> = nodes
+        .iter()
+        .map(|n| node_or_tag(series, n, path.as_deref()))
+        .collect();
+    parts.join(".")
+}
+
+/// `int(x)` of a Python float for window sizes and counts given as floats: truncation
+/// toward zero, saturating (Python would raise on NaN or infinity).
+pub(crate) fn py_int(x: f64) -> i64 {
+    if x.is_nan() {
+        0
+    } else {
+        x as i64
+    }
+}
+
+/// Formats a float as Python's `str()`/`repr()` does (`42.0`, `1e-05`).
+pub(crate) fn repr(x: f64) -> String {
+    py::float_repr(x)
+}
+
+/// A function refusing its input (HTTP 400).
+pub(crate) fn input_error(function: &str, message: impl Into<String>) -> QueryError {
+    QueryError::Function {
+        function: function.to_string(),
+        message: message.into(),
+        input: true,
+    }
+}
+
+/// graphite-web's `evaluateTarget(newContext, requestContext['args'][0])`: the
+/// function's first argument evaluated again over `ctx` (a wider or other interval),
+/// with the same `template()` substitutions. graphite-web needs the argument to be
+/// positional (it reads the raw argument list); so does this.
+pub(crate) fn eval_first_arg(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: &Invocation<'_>,
+) -> Result<Vec<TimeSeries>, QueryError> {
+    let Some(first) = inv.raw_args.first() else {
+        return Err(input_error(
+            inv.name,
+            "the series list must be the first positional argument",
+        ));
+    };
+    match session.eval_arg(ctx, first, inv.replacements)? {
+        Value::SeriesList(series) => Ok(series),
+        other if !other.is_truthy() => Ok(Vec::new()),
+        other => Err(input_error(
+            inv.name,
+            format!("the first argument is {}, not a series list", other.kind()),
+        )),
+    }
+}
+
+/// graphite-web's `evaluateTarget(requestContext, text)` for a target it builds itself
+/// (`useSeriesAbove`, `aliasQuery`).
+pub(crate) fn eval_target_text(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    text: &str,
+) -> Result<Vec<TimeSeries>, QueryError> {
+    if py::strip(text).is_empty() {
+        return Ok(Vec::new());
+    }
+    let parsed = grammar::parse(text)?;
+    match session.eval_expr(ctx, &parsed.expr, None)? {
+        Value::SeriesList(series) => Ok(series),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The series list in parameter `i` (taken out of the arguments).
+pub(crate) fn take_series(inv: &mut Invocation<'_>, i: usize) -> Vec<TimeSeries> {
+    inv.args
+        .take(i)
+        .into_iter()
+        .flat_map(|v| match v {
+            Value::SeriesList(s) => s,
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// Python's `seq[start:stop]` bounds for a sequence of `len` items.
+pub(crate) fn py_slice_bounds(len: usize, start: Option<i64>, stop: Option<i64>) -> (usize, usize) {
+    let len_i = len as i64;
+    let clamp = |i: i64| -> usize {
+        let i = if i < 0 { (i + len_i).max(0) } else { i.min(len_i) };
+        i as usize
+    };
+    let a = start.map_or(0, clamp);
+    let b = stop.map_or(len, clamp);
+    (a, b.max(a))
+}
+
+/// Python's `seq[start:stop]`.
+pub(crate) fn py_slice<T>(mut items: Vec<T>, start: Option<i64>, stop: Option<i64>) -> Vec<T> {
+    let (a, b) = py_slice_bounds(items.len(), start, stop);
+    items.truncate(b);
+    items.drain(..a);
+    items
+}
+
+/// Python's `seq[i]` index (negative from the end); `None` where Python raises.
+pub(crate) fn py_index(len: usize, i: i64) -> Option<usize> {
+    let i = if i < 0 { i + len as i64 } else { i };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+/// graphite-web's `_getPercentile` (NIST method): the `n`th percentile of the known
+/// values, optionally interpolated. `Ok(None)` when there is no value; `Err` where
+/// Python fails with an index error (`n` above 100 or far below 0).
+pub(crate) fn percentile(points: &[Option<f64>], n: f64, interpolate: bool) -> Result<Option<f64>, String> {
+    let mut sorted: Vec<f64> = points.iter().filter_map(|v| *v).collect();
+    if sorted.is_empty() {
+        return Ok(None);
+    }
+    py_sort_floats(&mut sorted);
+    let len = sorted.len();
+    let fractional_rank = (n / 100.0) * (len + 1) as f64;
+    let mut rank = py_int(fractional_rank);
+    let rank_fraction = fractional_rank - rank as f64;
+    if !interpolate {
+        rank += py_int(rank_fraction.ceil());
+    }
+    let out_of_range = || format!("percentile {} is out of range", format_g(n));
+    let mut value = if rank == 0 {
+        sorted[0]
+    } else if rank - 1 == len as i64 {
+        sorted[len - 1]
+    } else {
+        sorted[py_index(len, rank - 1).ok_or_else(out_of_range)?]
+    };
+    if interpolate && rank != len as i64 {
+        let next = sorted[py_index(len, rank).ok_or_else(out_of_range)?];
+        value += rank_fraction * (next - value);
+    }
+    Ok(Some(value))
+}
+
+/// Python's `round(x, 6)`: correctly rounded to six decimals (half to even on the
+/// exact binary value), as `exponentialMovingAverage` rounds.
+pub(crate) fn round6(x: f64) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    format!("{x:.6}").parse().unwrap_or(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregation_functions_match_python() {
+        let row = [Some(3.0), None, Some(1.0), Some(2.0), Some(1.0)];
+        let f = |name: &str| AggFunc::from_name(name).unwrap().apply(&row);
+        assert_eq!(f("sum"), Some(7.0));
+        assert_eq!(f("average"), Some(1.75));
+        assert_eq!(f("avg_zero"), Some(7.0 / 5.0));
+        assert_eq!(f("median"), Some(1.5));
+        assert_eq!(f("min"), Some(1.0));
+        assert_eq!(f("max"), Some(3.0));
+        assert_eq!(f("diff"), Some(3.0 - 1.0 - 2.0 - 1.0));
+        assert_eq!(f("count"), Some(4.0));
+        assert_eq!(f("range"), Some(2.0));
+        assert_eq!(f("multiply"), None);
+        assert_eq!(f("last"), Some(1.0));
+        assert_eq!(f("current"), Some(1.0));
+        // statistics.pstdev of [3, 1, 2, 1] is sqrt(0.6875)
+        assert_eq!(f("stddev"), Some(0.6875f64.sqrt()));
+        let empty: [Option<f64>; 2] = [None, None];
+        for name in ["sum", "average", "median", "min", "max", "diff", "stddev", "range", "last"] {
+            assert_eq!(AggFunc::from_name(name).unwrap().apply(&empty), None, "{name}");
+        }
+        assert_eq!(AggFunc::Count.apply(&empty), Some(0.0));
+        assert_eq!(AggFunc::AvgZero.apply(&empty), Some(0.0));
+        assert_eq!(AggFunc::AvgZero.apply(&[]), None);
+        assert_eq!(AggFunc::Multiply.apply(&[Some(2.0), Some(-1.5)]), Some(-3.0));
+        // Python's sum() starts from int 0: a lone -0.0 sums to 0.0
+        assert_eq!(AggFunc::Sum.apply(&[Some(-0.0)]).map(f64::to_bits), Some(0));
+        assert!(AggFunc::from_name("sumSeries").is_none());
+        assert!(AggFunc::from_name("first").is_none());
+    }
+
+    #[test]
+    fn python_min_max_keep_the_first_of_unordered_values() {
+        let nan = f64::NAN;
+        assert!(py_max([nan, 1.0].into_iter()).unwrap().is_nan());
+        assert_eq!(py_max([1.0, nan].into_iter()), Some(1.0));
+        assert_eq!(py_min([1.0, nan, 0.5].into_iter()), Some(0.5));
+    }
+
+    #[test]
+    fn python_sort_is_stable_and_reversible() {
+        let items = vec!["a", "b", "c", "d", "e"];
+        let keys = [2.0, 1.0, 2.0, f64::NEG_INFINITY, 1.0];
+        assert_eq!(py_sort_by_keys(items.clone(), &keys, false), vec!["d", "b", "e", "a", "c"]);
+        // reverse keeps equal keys in their original order
+        assert_eq!(py_sort_by_keys(items, &keys, true), vec!["a", "c", "b", "e", "d"]);
+        // CPython: sorted([3.0, nan, 1.0, 2.0]) == [1.0, 3.0, nan, 2.0]
+        let mut v = [3.0, f64::NAN, 1.0, 2.0];
+        py_sort_floats(&mut v);
+        assert_eq!(v[0], 1.0);
+        assert_eq!(v[1], 3.0);
+        assert!(v[2].is_nan());
+        assert_eq!(v[3], 2.0);
+        // CPython: sorted([5.0, 4.0, nan, 1.0]) == [4.0, 5.0, nan, 1.0]
+        let mut v = [5.0, 4.0, f64::NAN, 1.0];
+        py_sort_floats(&mut v);
+        assert_eq!((v[0], v[1], v[3]), (4.0, 5.0, 1.0));
+        // the merge path agrees with a plain stable sort on ordered keys
+        let mut long: Vec<f64> = (0..200).map(|i| ((i * 37) % 101) as f64).collect();
+        let mut want = long.clone();
+        want.sort_by(f64::total_cmp);
+        py_sort_floats(&mut long);
+        assert_eq!(long, want);
+    }
+
+    #[test]
+    fn percent_g_like_python() {
+        let cases: &[(f64, &str)] = &[
+            (5.0, "5"),
+            (2.5, "2.5"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (1e16, "1e+16"),
+            (-0.5, "-0.5"),
+            (95.0, "95"),
+            (33.333333333, "33.3333"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NAN, "nan"),
+            (999999.5, "1e+06"),
+            (1.5e-300, "1.5e-300"),
+        ];
+        for &(x, want) in cases {
+            assert_eq!(format_g(x), want, "{x:e}");
+        }
+        assert_eq!(format_fixed(0.125, 2), "0.12");
+        assert_eq!(format_fixed(f64::NAN, 2), "nan");
+    }
+
+    #[test]
+    fn units_like_glyph() {
+        assert_eq!(format_units(1500.0, UnitSystem::Si, None), (1.5, "k".to_string()));
+        assert_eq!(format_units(2048.0, UnitSystem::Binary, Some("B")), (2.0, "KiB".to_string()));
+        assert_eq!(format_units(12.0, UnitSystem::Si, Some("b")), (12.0, "b".to_string()));
+        assert_eq!(format_units(-3e6, UnitSystem::Si, None), (-3.0, "M".to_string()));
+        assert_eq!(pad("ab", -4), "ab  ");
+        assert_eq!(pad("ab", 4), "  ab");
+        assert_eq!(pad("abcdef", -4), "abcdef");
+    }
+
+    #[test]
+    fn nodes_and_tags() {
+        let s = TimeSeries::new("a.b.c;host=x", 0, 60, 60, vec![]);
+        assert_eq!(node_or_tag(&s, &Value::Int(1), None), "b");
+        assert_eq!(node_or_tag(&s, &Value::Int(-1), None), "c");
+        assert_eq!(node_or_tag(&s, &Value::Int(5), None), "");
+        assert_eq!(node_or_tag(&s, &Value::Str("host".into()), None), "x");
+        let f = TimeSeries::new("movingAverage(x.y.z,5)", 0, 60, 60, vec![]);
+        assert_eq!(first_path_expression(&f.name).as_deref(), Some("x.y.z"));
+        assert_eq!(agg_key(&f, &[Value::Int(0), Value::Int(2)]), "x.z");
+        assert_eq!(first_path_expression("constantLine(5)"), None);
+    }
+}
