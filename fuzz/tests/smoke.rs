@@ -16,10 +16,15 @@ fn every_target_survives_a_short_seeded_run() {
         .expect("run fuzz-smoke");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "fuzz smoke run failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "fuzz smoke run failed:\n{stdout}\n{stderr}"
+    );
     for (name, _) in sumi_fuzz::TARGETS {
         assert!(
-            stdout.lines().any(|l| l.starts_with(name) && l.contains(" ok ")),
+            stdout
+                .lines()
+                .any(|l| l.starts_with(name) && l.contains(" ok ")),
             "target {name} did not run:\n{stdout}"
         );
     }

@@ -47,6 +47,11 @@ def parse_args():
         action="store_false",
         help="send every series as plaintext (by default three go over carbon's pickle protocol)",
     )
+    ap.add_argument(
+        "--cluster",
+        action="store_true",
+        help="cluster mode: graphite-web fronting sumi over its cluster protocol (gdiff/cluster.py)",
+    )
     ap.add_argument("--dump", help="write every query and both answers under this directory")
     ap.add_argument("--show", type=int, default=30, help="print at most this many mismatches in full")
     ap.add_argument("--deadline", type=float, default=900, help="give up after this many seconds")
@@ -257,13 +262,13 @@ def main():
     args = parse_args()
     ensure_venv(os.path.abspath(args.venv))
     sys.path.insert(0, HERE)
-    from gdiff import conf, procs
+    from gdiff import cluster, conf, procs
 
     # a SIGTERM/SIGINT still runs the cleanup below
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     run = Run(args)
     try:
-        code = run.main()
+        code = cluster.main(run) if args.cluster else run.main()
     except (procs.HarnessError, conf.ConfigError) as e:
         print("\ngraphite-diff: error: %s" % e, flush=True)
         code = 2

@@ -10,7 +10,9 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use sumi_ingest::{decode_remote_write, parse_json_bulk, BulkLimits, LocalCounts, Sink, WriteLimits};
+use sumi_ingest::{
+    decode_remote_write, parse_json_bulk, BulkLimits, LocalCounts, Sink, WriteLimits,
+};
 use sumi_model::Batch;
 
 use crate::{server_error, unix_now, AppState};
@@ -18,13 +20,18 @@ use crate::{server_error, unix_now, AppState};
 /// The largest body the ingest endpoints read (the parsers' own limits apply after).
 pub const MAX_BODY_BYTES: usize = 16 << 20;
 
-fn header_str<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 fn status_text(status: u16, msg: String) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], msg + "\n").into_response()
+    (
+        code,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        msg + "\n",
+    )
+        .into_response()
 }
 
 /// Appends on a blocking thread (the WAL write may wait for an fsync).
@@ -39,10 +46,20 @@ async fn append(state: &Arc<AppState>, batch: Batch) -> Result<u64, Response> {
 
 /// `POST /api/v0/tsdb`: a JSON array of `{"name", "time", "value"}` (optional
 /// `hostId`, `tags`), plain or gzip/deflate-encoded.
-pub async fn json_bulk(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn json_bulk(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let encoding = header_str(&headers, header::CONTENT_ENCODING);
     let mut batch = Batch::new();
-    let outcome = match parse_json_bulk(&body, encoding, unix_now(), &mut batch, &BulkLimits::default()) {
+    let outcome = match parse_json_bulk(
+        &body,
+        encoding,
+        unix_now(),
+        &mut batch,
+        &BulkLimits::default(),
+    ) {
         Ok(o) => o,
         Err(e) => return status_text(e.status(), e.to_string()),
     };
@@ -61,13 +78,20 @@ pub async fn json_bulk(State(state): State<Arc<AppState>>, headers: HeaderMap, b
 }
 
 /// `POST /api/v1/write`: Prometheus remote write 1.0 (snappy-compressed protobuf).
-pub async fn remote_write(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn remote_write(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     match header_str(&headers, header::CONTENT_ENCODING) {
         Some(e) if e.eq_ignore_ascii_case("snappy") => {}
         other => {
             return status_text(
                 415,
-                format!("remote write needs Content-Encoding: snappy (got {})", other.unwrap_or("none")),
+                format!(
+                    "remote write needs Content-Encoding: snappy (got {})",
+                    other.unwrap_or("none")
+                ),
             )
         }
     }

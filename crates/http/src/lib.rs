@@ -5,6 +5,7 @@
 //!   `/metrics/expand`, `/metrics/index.json`.
 //! - [`ingest_api`]: points over HTTP: `/api/v0/tsdb` (JSON bulk), `/api/v1/write`
 //!   (Prometheus remote write).
+//! - [`functions_api`]: `/functions` (the function definitions) and `/version`.
 //! - [`ops`]: `/metrics` in Prometheus text format (without `query`) and `/health`.
 //! - [`params`]: request parameters merged as Django merges them.
 //! - [`source`]: the store seen through the query crate's `SeriesSource` seam.
@@ -13,6 +14,7 @@
 //! the store through mmap and may take a while); errors a client caused are 400s with
 //! a message saying what was wrong, never a 500.
 
+pub mod functions_api;
 pub mod ingest_api;
 pub mod metrics_api;
 pub mod ops;
@@ -94,6 +96,11 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/v1/write",
             post(ingest_api::remote_write).layer(DefaultBodyLimit::max(ingest_api::MAX_BODY_BYTES)),
         )
+        .route("/functions", any(functions_api::list))
+        .route("/functions/", any(functions_api::list))
+        .route("/functions/{name}", any(functions_api::details))
+        .route("/version", any(functions_api::version))
+        .route("/version/", any(functions_api::version))
         .route("/health", get(ops::health))
         .with_state(state)
 }
@@ -134,6 +141,33 @@ pub(crate) fn request_params(
     Params::parse(query, form)
 }
 
+/// An answer that is not a success: a status and a message for the client.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    pub(crate) fn bad_request(msg: impl std::fmt::Display) -> ApiError {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: msg.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("{}\n", self.message),
+        )
+            .into_response()
+    }
+}
+
 /// A client error: 400 with the message as plain text.
 pub(crate) fn bad_request(msg: impl std::fmt::Display) -> Response {
     (
@@ -155,7 +189,12 @@ pub(crate) fn server_error(msg: impl std::fmt::Display) -> Response {
 }
 
 pub(crate) fn rendered(r: sumi_render::Rendered) -> Response {
-    (StatusCode::OK, [(header::CONTENT_TYPE, r.content_type)], r.body).into_response()
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, r.content_type)],
+        r.body,
+    )
+        .into_response()
 }
 
 /// The time zone of a request: its `tz` when valid (graphite-web ignores an unknown

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use sumi_model::glob::PathPattern;
 use sumi_query::attime::parse_at_time;
 use sumi_query::source::FindNode;
@@ -15,22 +15,25 @@ use sumi_render::find as fmt;
 use sumi_render::find::JsonResponseOptions;
 
 use crate::params::Params;
-use crate::{bad_request, rendered, request_params, request_tz, server_error, unix_now, AppState};
+use crate::{rendered, request_params, request_tz, server_error, unix_now, ApiError, AppState};
 
 /// An integer parameter as `queryParamAsInt`: absent → default, otherwise Python's
 /// `int()` of the text.
-fn int_param(params: &Params, name: &str, default: i64) -> Result<i64, Response> {
+fn int_param(params: &Params, name: &str, default: i64) -> Result<i64, ApiError> {
     match params.get(name) {
         None => Ok(default),
         Some(v) => sumi_query::py::int(v).ok_or_else(|| {
-            bad_request(format_args!("Invalid int value {v:?} for param {name}"))
+            ApiError::bad_request(format_args!("Invalid int value {v:?} for param {name}"))
         }),
     }
 }
 
 fn json_opts(params: &Params, headers: &HeaderMap) -> JsonResponseOptions {
     JsonResponseOptions {
-        jsonp: params.get("jsonp").filter(|j| !j.is_empty()).map(str::to_string),
+        jsonp: params
+            .get("jsonp")
+            .filter(|j| !j.is_empty())
+            .map(str::to_string),
         pretty: params.get("pretty").is_some_and(|p| !p.is_empty()),
         ensure_ascii: JsonResponseOptions::ensure_ascii_for(
             headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
@@ -69,16 +72,24 @@ pub async fn find(
     find_with(state, params, &headers).await
 }
 
-pub(crate) async fn find_with(state: Arc<AppState>, params: Params, headers: &HeaderMap) -> Response {
+pub(crate) async fn find_with(
+    state: Arc<AppState>,
+    params: Params,
+    headers: &HeaderMap,
+) -> Response {
     let opts = json_opts(&params, headers);
     match tokio::task::spawn_blocking(move || find_blocking(&state, &params, opts)).await {
         Ok(Ok(resp)) => no_cache(resp),
-        Ok(Err(resp)) => resp,
+        Ok(Err(e)) => e.into_response(),
         Err(e) => server_error(format_args!("find failed: {e}")),
     }
 }
 
-fn find_blocking(state: &AppState, params: &Params, opts: JsonResponseOptions) -> Result<Response, Response> {
+fn find_blocking(
+    state: &AppState,
+    params: &Params,
+    opts: JsonResponseOptions,
+) -> Result<Response, ApiError> {
     let format = params.get("format").unwrap_or("treejson");
     let leaves_only = int_param(params, "leavesOnly", 0)? != 0;
     let wildcards = int_param(params, "wildcards", 0)? != 0;
@@ -88,19 +99,21 @@ fn find_blocking(state: &AppState, params: &Params, opts: JsonResponseOptions) -
     // per-series time ranges to filter by.
     let tz = request_tz(state, params);
     let now = match params.get("now") {
-        Some(v) => parse_at_time(v, tz, unix_now())
-            .map_err(|e| bad_request(format_args!("Invalid value {v:?} for param now: {e}")))?,
+        Some(v) => parse_at_time(v, tz, unix_now()).map_err(|e| {
+            ApiError::bad_request(format_args!("Invalid value {v:?} for param now: {e}"))
+        })?,
         None => unix_now(),
     };
     for name in ["from", "until"] {
         if let Some(v) = params.get(name).filter(|v| *v != "-1") {
-            parse_at_time(v, tz, now)
-                .map_err(|e| bad_request(format_args!("Invalid value {v:?} for param {name}: {e}")))?;
+            parse_at_time(v, tz, now).map_err(|e| {
+                ApiError::bad_request(format_args!("Invalid value {v:?} for param {name}: {e}"))
+            })?;
         }
     }
     let query = match params.get("query") {
-        None => return Err(bad_request("Missing required parameter 'query'")),
-        Some("") => return Err(bad_request("Required parameter 'query' is empty")),
+        None => return Err(ApiError::bad_request("Missing required parameter 'query'")),
+        Some("") => return Err(ApiError::bad_request("Required parameter 'query' is empty")),
         Some(q) => q,
     };
     let query = if format == "completer" {
@@ -112,15 +125,25 @@ fn find_blocking(state: &AppState, params: &Params, opts: JsonResponseOptions) -
     let out = match format {
         "treejson" => fmt::tree_json(&query, &nodes, wildcards, &opts),
         "completer" => fmt::completer(&nodes, wildcards, &opts),
-        "nodelist" => fmt::node_list(&nodes, position, &opts).map_err(bad_request)?,
+        "nodelist" => fmt::node_list(&nodes, position, &opts).map_err(ApiError::bad_request)?,
         "json" => {
             let now = unix_now() as f64;
             fmt::find_json(&nodes, &|_| vec![(now, now)], &opts)
         }
+        // graphite-web's cluster protocol; intervals as for format=json
         "pickle" | "msgpack" => {
-            return Err(bad_request(format_args!("format={format} is not supported by this server yet")))
+            let now = unix_now() as f64;
+            if format == "pickle" {
+                sumi_render::find_pickle(&nodes, &|_| vec![(now, now)])
+            } else {
+                sumi_render::find_msgpack(&nodes, &|_| vec![(now, now)])
+            }
         }
-        _ => return Err(bad_request("Invalid value for 'format' parameter")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "Invalid value for 'format' parameter",
+            ))
+        }
     };
     Ok(rendered(out))
 }
@@ -134,7 +157,7 @@ pub async fn expand(
 ) -> Response {
     let params = request_params(&method, &headers, query.as_deref(), &body);
     let opts = json_opts(&params, &headers);
-    let work = move || -> Result<Response, Response> {
+    let work = move || -> Result<Response, ApiError> {
         let group_by_expr = int_param(&params, "groupByExpr", 0)? != 0;
         let leaves_only = int_param(&params, "leavesOnly", 0)? != 0;
         let results: Vec<(String, Vec<FindNode>)> = params
@@ -142,10 +165,16 @@ pub async fn expand(
             .into_iter()
             .map(|q| (q.to_string(), find_nodes(&state, q, false)))
             .collect();
-        Ok(rendered(fmt::expand(&results, group_by_expr, leaves_only, &opts)))
+        Ok(rendered(fmt::expand(
+            &results,
+            group_by_expr,
+            leaves_only,
+            &opts,
+        )))
     };
     match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(r) | Err(r)) => r,
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => e.into_response(),
         Err(e) => server_error(format_args!("expand failed: {e}")),
     }
 }
@@ -160,7 +189,10 @@ pub async fn index_json(
     let params = request_params(&method, &headers, query.as_deref(), &body);
     let opts = json_opts(&params, &headers);
     let work = move || {
-        let leaves: Vec<String> = find_nodes(&state, "**", true).into_iter().map(|n| n.path).collect();
+        let leaves: Vec<String> = find_nodes(&state, "**", true)
+            .into_iter()
+            .map(|n| n.path)
+            .collect();
         rendered(fmt::index_json(&leaves, &opts))
     };
     match tokio::task::spawn_blocking(work).await {

@@ -16,11 +16,17 @@ pub fn prometheus(state: &AppState) -> Response {
     state.ingest.write_prometheus(&mut text);
     state.store.write_prometheus(&mut text);
     text.push_str("# TYPE sumi_uptime_seconds gauge\n");
-    text.push_str(&format!("sumi_uptime_seconds {:.3}\n", state.started.elapsed().as_secs_f64()));
+    text.push_str(&format!(
+        "sumi_uptime_seconds {:.3}\n",
+        state.started.elapsed().as_secs_f64()
+    ));
     let out = merge_families(&text);
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         out,
     )
         .into_response()
@@ -31,14 +37,21 @@ pub async fn health(State(state): State<Arc<AppState>>) -> Response {
     if state.store.is_healthy() {
         (StatusCode::OK, "ok\n").into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "store is not accepting writes\n").into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store is not accepting writes\n",
+        )
+            .into_response()
     }
 }
 
 /// The family a sample or comment line belongs to (`name` of `name{labels} value`,
 /// `# TYPE name type`, `# HELP name text`).
 fn family_of(line: &str) -> Option<&str> {
-    if let Some(rest) = line.strip_prefix("# TYPE ").or_else(|| line.strip_prefix("# HELP ")) {
+    if let Some(rest) = line
+        .strip_prefix("# TYPE ")
+        .or_else(|| line.strip_prefix("# HELP "))
+    {
         return rest.split_whitespace().next();
     }
     if line.starts_with('#') || line.trim().is_empty() {
@@ -57,12 +70,19 @@ fn merge_families(text: &str) -> String {
         samples: Vec<&'a str>,
     }
     let mut order: Vec<&str> = Vec::new();
-    let mut families: std::collections::HashMap<&str, Family<'_>> = std::collections::HashMap::new();
+    let mut families: std::collections::HashMap<&str, Family<'_>> =
+        std::collections::HashMap::new();
     for line in text.lines() {
-        let Some(name) = family_of(line) else { continue };
+        let Some(name) = family_of(line) else {
+            continue;
+        };
         let fam = families.entry(name).or_insert_with(|| {
             order.push(name);
-            Family { help: None, kind: None, samples: Vec::new() }
+            Family {
+                help: None,
+                kind: None,
+                samples: Vec::new(),
+            }
         });
         if line.starts_with("# HELP ") {
             fam.help.get_or_insert(line);
@@ -75,7 +95,12 @@ fn merge_families(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for name in order {
         let fam = &families[name];
-        for line in fam.help.iter().chain(fam.kind.iter()).chain(fam.samples.iter()) {
+        for line in fam
+            .help
+            .iter()
+            .chain(fam.kind.iter())
+            .chain(fam.samples.iter())
+        {
             out.push_str(line);
             out.push('\n');
         }

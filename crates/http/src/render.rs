@@ -1,4 +1,5 @@
-//! `/render`: graphite-web's render API for the text formats (json, csv, raw).
+//! `/render`: graphite-web's render API for the data formats (json, csv, raw, and
+//! pickle and msgpack, which a graphite-web cluster reads).
 //!
 //! Parameters as graphite-web's `parseOptions` reads them: `target` (repeatable; or
 //! `target[]`), `from`/`until`/`now` in any form graphite accepts, `tz`, `format`
@@ -53,14 +54,20 @@ fn render(state: &AppState, params: &Params) -> Response {
         targets = params.get_all("target[]");
     }
     let tz = request_tz(state, params);
-    let range = match resolve_range(params.get("from"), params.get("until"), params.get("now"), tz, unix_now()) {
+    let range = match resolve_range(
+        params.get("from"),
+        params.get("until"),
+        params.get("now"),
+        tz,
+        unix_now(),
+    ) {
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };
     let format = format_of(params);
-    if !matches!(format, "json" | "csv" | "raw") {
+    if !matches!(format, "json" | "csv" | "raw" | "pickle" | "msgpack") {
         return bad_request(format_args!(
-            "format={format} is not supported by this server yet (use json, csv or raw)"
+            "format={format} is not supported by this server yet (use json, csv, raw, pickle or msgpack)"
         ));
     }
     let mut ctx = RequestContext::new(range, tz);
@@ -71,7 +78,11 @@ fn render(state: &AppState, params: &Params) -> Response {
     if let Some(x) = params.get("xFilesFactor") {
         match x.trim().parse::<f64>() {
             Ok(x) if (0.0..=1.0).contains(&x) => ctx.x_files_factor = x,
-            _ => return bad_request(format_args!("xFilesFactor={x:?} is not a number between 0 and 1")),
+            _ => {
+                return bad_request(format_args!(
+                    "xFilesFactor={x:?} is not a number between 0 and 1"
+                ))
+            }
         }
     }
     ctx.template = params
@@ -103,6 +114,8 @@ fn render(state: &AppState, params: &Params) -> Response {
             },
         ),
         "csv" => render_csv(&series, tz),
+        "pickle" => sumi_render::render_pickle(&series),
+        "msgpack" => sumi_render::render_msgpack(&series),
         _ => render_raw(&series),
     };
     rendered(out)

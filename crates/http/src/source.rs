@@ -30,7 +30,13 @@ impl SeriesSource for StoreSource {
             .collect())
     }
 
-    fn fetch(&self, paths: &[String], from: i64, until: i64, now: i64) -> Result<Vec<FetchedSeries>, SourceError> {
+    fn fetch(
+        &self,
+        paths: &[String],
+        from: i64,
+        until: i64,
+        now: i64,
+    ) -> Result<Vec<FetchedSeries>, SourceError> {
         let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
         Ok(self
             .store

@@ -87,14 +87,12 @@ impl AggMethod {
             AggMethod::Max => rest.iter().fold(first, |m, &v| if v > m { v } else { m }),
             AggMethod::Min => rest.iter().fold(first, |m, &v| if v < m { v } else { m }),
             AggMethod::AvgZero => sum() / total_slots.max(known.len()) as f64,
-            AggMethod::AbsMax => {
-                rest.iter()
-                    .fold(first, |m, &v| if v.abs() > m.abs() { v } else { m })
-            }
-            AggMethod::AbsMin => {
-                rest.iter()
-                    .fold(first, |m, &v| if v.abs() < m.abs() { v } else { m })
-            }
+            AggMethod::AbsMax => rest
+                .iter()
+                .fold(first, |m, &v| if v.abs() > m.abs() { v } else { m }),
+            AggMethod::AbsMin => rest
+                .iter()
+                .fold(first, |m, &v| if v.abs() < m.abs() { v } else { m }),
             AggMethod::Median => {
                 let mut sorted = known.to_vec();
                 sorted.sort_by(f64::total_cmp);
@@ -174,7 +172,10 @@ mod tests {
         let a = AggMethod::Average.aggregate(&[-0.0], 6).unwrap();
         assert!(a.is_sign_positive());
         // max/min/last keep the value itself
-        assert!(AggMethod::Last.aggregate(&[-0.0], 1).unwrap().is_sign_negative());
+        assert!(AggMethod::Last
+            .aggregate(&[-0.0], 1)
+            .unwrap()
+            .is_sign_negative());
     }
 
     #[test]
@@ -186,7 +187,10 @@ mod tests {
 
     #[test]
     fn xff_threshold() {
-        assert_eq!(AggMethod::Average.rollup(&[1.0, 2.0, 3.0], 6, 0.5), Some(2.0));
+        assert_eq!(
+            AggMethod::Average.rollup(&[1.0, 2.0, 3.0], 6, 0.5),
+            Some(2.0)
+        );
         assert_eq!(AggMethod::Average.rollup(&[1.0, 2.0], 6, 0.5), None);
         assert_eq!(AggMethod::Sum.rollup(&[1.0], 6, 0.0), Some(1.0));
         assert_eq!(AggMethod::Sum.rollup(&[], 6, 0.0), None);

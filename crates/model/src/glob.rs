@@ -26,7 +26,10 @@ enum Token {
     Char(char),
     Any,
     Star,
-    Set { negated: bool, items: Vec<(char, char)> },
+    Set {
+        negated: bool,
+        items: Vec<(char, char)>,
+    },
 }
 
 /// True if a node pattern (after brace expansion) needs matching rather than lookup.
@@ -241,7 +244,10 @@ fn compile_set(stuff: &[char]) -> Token {
     }
     if items.is_empty() && !negated {
         // an empty set never matches; Python writes (?!)
-        return Token::Set { negated: false, items };
+        return Token::Set {
+            negated: false,
+            items,
+        };
     }
     Token::Set { negated, items }
 }
@@ -327,7 +333,10 @@ mod tests {
     fn braces_expand_innermost_first() {
         assert_eq!(expand_braces("{a,b}c"), vec!["ac", "bc"]);
         assert_eq!(expand_braces("{a,{b,c}}"), vec!["a", "b", "c"]);
-        assert_eq!(expand_braces("x{a,b}{1,2}"), vec!["xa1", "xa2", "xb1", "xb2"]);
+        assert_eq!(
+            expand_braces("x{a,b}{1,2}"),
+            vec!["xa1", "xa2", "xb1", "xb2"]
+        );
         assert_eq!(expand_braces("{a"), vec!["{a"]);
         assert_eq!(expand_braces("{}"), vec![""]);
         assert!(m("{web,db}0[1-2]", "db02"));

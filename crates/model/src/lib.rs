@@ -19,4 +19,6 @@ pub mod schema;
 pub use agg::AggMethod;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use point::{Batch, Point};
-pub use schema::{Archive, Retention, SeriesConfig, SeriesRules, StorageAggregation, StorageSchemas};
+pub use schema::{
+    Archive, Retention, SeriesConfig, SeriesRules, StorageAggregation, StorageSchemas,
+};

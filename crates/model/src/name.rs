@@ -58,10 +58,8 @@ pub fn normalize(raw: &[u8]) -> Result<Normalized<'_>, NameError> {
         Some(i) => text.split_at(i),
         None => (text, ""),
     };
-    let clean = !path.is_empty()
-        && !path.starts_with('.')
-        && !path.ends_with('.')
-        && !path.contains("..");
+    let clean =
+        !path.is_empty() && !path.starts_with('.') && !path.ends_with('.') && !path.contains("..");
     if clean {
         return Ok(Normalized {
             path: Cow::Borrowed(text),
@@ -100,7 +98,12 @@ mod tests {
 
     #[test]
     fn empty_nodes_are_dropped_like_carbon_on_disk() {
-        for (raw, want) in [("a..b", "a.b"), (".a.b", "a.b"), ("a.b.", "a.b"), ("a...b..c", "a.b.c")] {
+        for (raw, want) in [
+            ("a..b", "a.b"),
+            (".a.b", "a.b"),
+            ("a.b.", "a.b"),
+            ("a...b..c", "a.b.c"),
+        ] {
             let n = normalize(raw.as_bytes()).unwrap();
             assert_eq!(n.path, want);
             assert!(n.dropped_empty_nodes);
@@ -117,6 +120,9 @@ mod tests {
         assert_eq!(normalize(b"a\x7fb"), Err(NameError::ControlChar(0x7f)));
         assert_eq!(normalize(b"a\xffb"), Err(NameError::InvalidUtf8));
         let long = vec![b'a'; MAX_NAME_BYTES + 1];
-        assert_eq!(normalize(&long), Err(NameError::TooLong(MAX_NAME_BYTES + 1)));
+        assert_eq!(
+            normalize(&long),
+            Err(NameError::TooLong(MAX_NAME_BYTES + 1))
+        );
     }
 }

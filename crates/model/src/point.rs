@@ -112,10 +112,17 @@ mod tests {
         b.push("a.b", 20, 2.0);
         b.push("c", 10, 3.5);
         assert_eq!(b.len(), 3);
-        let got: Vec<_> = b.iter().map(|(n, p)| (n.to_string(), p.ts, p.value)).collect();
+        let got: Vec<_> = b
+            .iter()
+            .map(|(n, p)| (n.to_string(), p.ts, p.value))
+            .collect();
         assert_eq!(
             got,
-            vec![("a.b".into(), 10, 1.0), ("a.b".into(), 20, 2.0), ("c".into(), 10, 3.5)]
+            vec![
+                ("a.b".into(), 10, 1.0),
+                ("a.b".into(), 20, 2.0),
+                ("c".into(), 10, 3.5)
+            ]
         );
         // the repeated name was stored once
         assert_eq!(b.names.len(), 4);

@@ -99,7 +99,11 @@ impl Retention {
     }
 
     pub fn max_retention_secs(&self) -> i64 {
-        self.archives.iter().map(Archive::retention_secs).max().unwrap_or(0)
+        self.archives
+            .iter()
+            .map(Archive::retention_secs)
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -147,7 +151,9 @@ fn parse_archive(def: &str) -> Result<Archive, SchemaError> {
         .split_once(':')
         .ok_or_else(|| bad("expected precision:history"))?;
     let step: u64 = if !precision.is_empty() && precision.bytes().all(|b| b.is_ascii_digit()) {
-        precision.parse().map_err(|_| bad("precision out of range"))?
+        precision
+            .parse()
+            .map_err(|_| bad("precision out of range"))?
     } else {
         let (n, unit) = split_number_unit(precision).ok_or_else(|| bad("invalid precision"))?;
         n.checked_mul(unit_secs(unit).ok_or_else(|| bad("invalid unit"))?)
@@ -243,9 +249,9 @@ fn parse_ini(file: &str, text: &str) -> Result<Vec<IniSection>, SchemaError> {
             continue;
         }
         if let Some(rest) = trimmed.strip_prefix('[') {
-            let name = rest
-                .strip_suffix(']')
-                .ok_or_else(|| syntax(lineno, format!("unterminated section header {trimmed:?}")))?;
+            let name = rest.strip_suffix(']').ok_or_else(|| {
+                syntax(lineno, format!("unterminated section header {trimmed:?}"))
+            })?;
             if sections.iter().any(|s| s.name == name) {
                 return Err(syntax(lineno, format!("duplicate section [{name}]")));
             }
@@ -297,7 +303,9 @@ impl StorageSchemas {
     pub fn builtin() -> StorageSchemas {
         StorageSchemas {
             rules: Vec::new(),
-            fallback: Arc::new(Retention::parse(Self::BUILTIN).expect("builtin retention is valid")),
+            fallback: Arc::new(
+                Retention::parse(Self::BUILTIN).expect("builtin retention is valid"),
+            ),
         }
     }
 
@@ -371,7 +379,8 @@ impl StorageAggregation {
 [default_average]\npattern = .*\nxFilesFactor = 0.5\naggregationMethod = average\n";
 
     pub fn builtin() -> StorageAggregation {
-        Self::parse("<builtin storage-aggregation>", Self::BUILTIN).expect("builtin rules are valid")
+        Self::parse("<builtin storage-aggregation>", Self::BUILTIN)
+            .expect("builtin rules are valid")
     }
 
     /// Parses the text of a storage-aggregation.conf. As in carbon, a section may set
@@ -451,13 +460,19 @@ mod tests {
     use super::*;
 
     fn arch(step: u32, points: u32) -> Archive {
-        Archive { step_secs: step, points }
+        Archive {
+            step_secs: step,
+            points,
+        }
     }
 
     #[test]
     fn retention_units_as_whisper() {
         let r = Retention::parse("10s:6h,1m:7d,10m:5y").unwrap();
-        assert_eq!(r.archives(), &[arch(10, 2160), arch(60, 10080), arch(600, 262800)]);
+        assert_eq!(
+            r.archives(),
+            &[arch(10, 2160), arch(60, 10080), arch(600, 262800)]
+        );
         let r = Retention::parse("60:1440").unwrap();
         assert_eq!(r.archives(), &[arch(60, 1440)]);
         // a bare "m" is minutes here (unlike render's from/until), "min" too
@@ -503,24 +518,33 @@ pattern = .*
 retentions = 60s:1d,5m:30d,1h:3y
 ";
         let s = StorageSchemas::parse("s.conf", conf).unwrap();
-        assert_eq!(s.retention_for("carbon.agents.a.x").archives(), &[arch(60, 129600)]);
+        assert_eq!(
+            s.retention_for("carbon.agents.a.x").archives(),
+            &[arch(60, 129600)]
+        );
         // search, not match: "web" anywhere
-        assert_eq!(s.retention_for("servers.web01.cpu").archives()[0], arch(10, 8640));
+        assert_eq!(
+            s.retention_for("servers.web01.cpu").archives()[0],
+            arch(10, 8640)
+        );
         assert_eq!(s.retention_for("other").archives()[0], arch(60, 1440));
         assert_eq!(s.retentions().len(), 4);
     }
 
     #[test]
     fn schemas_fallback_is_carbons() {
-        let s = StorageSchemas::parse("s.conf", "[only]\npattern = ^x\nretentions = 1s:1h\n").unwrap();
+        let s =
+            StorageSchemas::parse("s.conf", "[only]\npattern = ^x\nretentions = 1s:1h\n").unwrap();
         assert_eq!(s.retention_for("y").archives(), &[arch(60, 10080)]);
     }
 
     #[test]
     fn schema_errors_name_the_place() {
-        let e = StorageSchemas::parse("s.conf", "[a]\npattern = (\nretentions = 1s:1h\n").unwrap_err();
+        let e =
+            StorageSchemas::parse("s.conf", "[a]\npattern = (\nretentions = 1s:1h\n").unwrap_err();
         assert!(e.to_string().contains("s.conf: section [a]"), "{e}");
-        let e = StorageSchemas::parse("s.conf", "[a]\npattern = x\nretentions = 1q:1h\n").unwrap_err();
+        let e =
+            StorageSchemas::parse("s.conf", "[a]\npattern = x\nretentions = 1q:1h\n").unwrap_err();
         assert!(e.to_string().contains("[a]"), "{e}");
         let e = StorageSchemas::parse("s.conf", "pattern = x\n").unwrap_err();
         assert!(e.to_string().starts_with("s.conf:1:"), "{e}");
@@ -532,10 +556,18 @@ retentions = 60s:1d,5m:30d,1h:3y
         assert_eq!(a.rule_for("a.b.min"), (AggMethod::Min, 0.1));
         assert_eq!(a.rule_for("a.requests.count"), (AggMethod::Sum, 0.0));
         assert_eq!(a.rule_for("a.cpu"), (AggMethod::Average, 0.5));
-        let a = StorageAggregation::parse("a.conf", "[x]\npattern = ^x\naggregationMethod = last\n").unwrap();
+        let a =
+            StorageAggregation::parse("a.conf", "[x]\npattern = ^x\naggregationMethod = last\n")
+                .unwrap();
         assert_eq!(a.rule_for("x.y"), (AggMethod::Last, 0.5));
         assert_eq!(a.rule_for("y"), (AggMethod::Average, 0.5));
-        assert!(StorageAggregation::parse("a.conf", "[x]\npattern = x\nxFilesFactor = 2\n").is_err());
-        assert!(StorageAggregation::parse("a.conf", "[x]\npattern = x\naggregationMethod = mean\n").is_err());
+        assert!(
+            StorageAggregation::parse("a.conf", "[x]\npattern = x\nxFilesFactor = 2\n").is_err()
+        );
+        assert!(StorageAggregation::parse(
+            "a.conf",
+            "[x]\npattern = x\naggregationMethod = mean\n"
+        )
+        .is_err());
     }
 }

@@ -6,6 +6,9 @@
 //! - [`text`]: `/render?format=csv` and `format=raw`.
 //! - [`find`]: `/metrics/find` (treejson, completer, nodelist, json),
 //!   `/metrics/expand` and `/metrics/index.json`.
+//! - [`pickle`], [`msgpack`]: `format=pickle|msgpack` of `/render` and `/metrics/find`,
+//!   graphite-web's cluster protocol.
+//! - [`functions`]: `/functions`, the function definitions as JSON.
 //! - `json` (private): a writer with Python `json.dumps`'s exact layout.
 //!
 //! Numbers are written as Python writes floats (`repr`: `42.0`, `1e-05`, `1e+16`)
@@ -14,7 +17,10 @@
 mod json;
 
 pub mod find;
+pub mod functions;
 pub mod graph;
+pub mod msgpack;
+pub mod pickle;
 pub mod series_json;
 pub mod text;
 
@@ -23,6 +29,9 @@ pub use find::{
     JsonResponseOptions,
 };
 pub use series_json::{max_data_points_window, render_json, JsonOptions, Window};
+pub use functions::{function_details, function_list, FunctionListOptions};
+pub use msgpack::{find_msgpack, render_msgpack};
+pub use pickle::{find_pickle, render_pickle};
 pub use text::{render_csv, render_raw};
 
 /// A rendered answer: the body and its `Content-Type`.

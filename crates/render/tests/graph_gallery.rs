@@ -9,7 +9,9 @@
 use std::path::PathBuf;
 
 use chrono_tz::Tz;
-use sumi_render::graph::{render_graph, DrawType, GraphOptions, GraphSeries, ImageFormat};
+use sumi_render::graph::{
+    render_graph, DrawType, GraphOptions, GraphSeries, ImageFormat, PngCompression,
+};
 
 /// 2024-03-12 00:00:00 UTC, a Tuesday.
 const T0: i64 = 1_710_201_600;
@@ -49,7 +51,7 @@ fn wave(
             } else {
                 0.0
             };
-            Some((base + amp * day + incident + amp * 0.3 * (noise.next() - 0.5)).max(0.0))
+            Some((base + amp * day + incident + amp * 0.2 * (noise.next() - 0.5)).max(0.0))
         })
         .collect();
     GraphSeries::new(name, T0, step, values)
@@ -145,12 +147,7 @@ fn gallery() -> Vec<(&'static str, Vec<GraphSeries>, GraphOptions)> {
     for v in gaps.values.iter_mut().skip(40).take(12) {
         *v = None;
     }
-    let mut limit = GraphSeries::new(
-        "threshold",
-        T0,
-        DAY / 2,
-        vec![Some(27.0), Some(27.0), Some(27.0)],
-    );
+    let mut limit = GraphSeries::new("threshold", T0, 600, vec![Some(27.0); 144]);
     limit.dashed = Some(5.0);
     limit.color = Some("red".to_string());
     let mut deploy = GraphSeries::new(
@@ -182,8 +179,6 @@ fn gallery() -> Vec<(&'static str, Vec<GraphSeries>, GraphOptions)> {
         ]),
     ));
 
-    let rrd_start = T0;
-    let rrd_end = T0 + DAY + 9 * 3600;
     let inbound = wave("eth0 inbound", 300, DAY + 9 * 3600, 45e6, 20e6, 0.0, 11)
         .with_draw(DrawType::Area, false);
     let outbound = wave("eth0 outbound", 300, DAY + 9 * 3600, 12e6, 6e6, 1.0, 12)
@@ -202,8 +197,10 @@ fn gallery() -> Vec<(&'static str, Vec<GraphSeries>, GraphOptions)> {
         Vec::new(),
         params(&[("width", "400"), ("height", "200")]),
     ));
-    let _ = rrd_start;
-    let _ = rrd_end;
+    // Committed images are compressed harder than the server's default.
+    for (_, _, o) in out.iter_mut() {
+        o.png_compression = PngCompression::Small;
+    }
     out
 }
 

@@ -47,20 +47,14 @@ fn median(mut d: Vec<Duration>) -> Duration {
     d[d.len() / 2]
 }
 
-#[test]
-#[ignore = "timing; run with --release -- --ignored --nocapture"]
-fn render_800x600_10x8640() {
-    let series = series();
-    let opts = GraphOptions::from_params(
-        [("width", "800"), ("height", "600"), ("title", "load")].into_iter(),
-    )
-    .unwrap();
+/// Renders `series` 21 times in each format and prints the medians.
+fn measure(label: &str, series: &[GraphSeries], opts: &GraphOptions) {
     for (format, name) in [(ImageFormat::Png, "png"), (ImageFormat::Svg, "svg")] {
         let (mut wall, mut cpu) = (Vec::new(), Vec::new());
         let mut size = 0;
         for _ in 0..21 {
             let (t, c) = (Instant::now(), cpu_time());
-            let bytes = render_graph(&series, &opts, T0, T0 + 86_400, Tz::UTC, format).unwrap();
+            let bytes = render_graph(series, opts, T0, T0 + 86_400, Tz::UTC, format).unwrap();
             wall.push(t.elapsed());
             if let (Some(c0), Some(c1)) = (c, cpu_time()) {
                 cpu.push(c1 - c0);
@@ -73,8 +67,28 @@ fn render_800x600_10x8640() {
             format!("{:?}", median(cpu))
         };
         println!(
-            "{name}: median wall {:?}, median cpu {cpu} over 21 runs, {size} bytes",
+            "{label} {name}: median wall {:?}, median cpu {cpu} over 21 runs, {size} bytes",
             median(wall)
         );
     }
+}
+
+#[test]
+#[ignore = "timing; run with --release -- --ignored --nocapture"]
+fn render_800x600_10x8640() {
+    let series = series();
+    let opts = GraphOptions::from_params(
+        [("width", "800"), ("height", "600"), ("title", "load")].into_iter(),
+    )
+    .unwrap();
+    measure("800x600 10x8640", &series, &opts);
+    let small: Vec<GraphSeries> = series
+        .iter()
+        .take(3)
+        .map(|s| {
+            let values = s.values.iter().step_by(6).copied().collect();
+            GraphSeries::new(s.name.clone(), s.start, 60, values)
+        })
+        .collect();
+    measure("330x250 3x1440", &small, &GraphOptions::default());
 }

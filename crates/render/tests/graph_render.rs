@@ -670,6 +670,22 @@ fn awkward_series() -> Vec<Vec<GraphSeries>> {
             s(vec![Some(1.0); 3]),
             GraphSeries::new("other step", T0 + 30, 7, vec![Some(2.0); 400]),
         ],
+        vec![
+            GraphSeries::new("ancient", i64::MIN / 2, 60, vec![Some(1.0)]),
+            GraphSeries::new("far future too", i64::MAX / 2, 60, vec![Some(2.0)]),
+        ],
+        vec![GraphSeries::new(
+            "max step",
+            0,
+            i64::MAX,
+            vec![Some(1.0), Some(2.0), Some(3.0)],
+        )],
+        vec![GraphSeries::new(
+            "edge of time",
+            i64::MIN,
+            1,
+            vec![Some(1.0), Some(2.0)],
+        )],
         vec![{
             let mut x = s(vec![Some(1.0), Some(0.0), Some(5.0)]);
             x.draw_as_infinite = true;

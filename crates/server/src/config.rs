@@ -242,7 +242,10 @@ impl Config {
         c.ready_file = flags.ready_file.clone();
 
         if c.max_line_bytes < 64 {
-            bail!("carbon.max_line_bytes = {} is too small (at least 64)", c.max_line_bytes);
+            bail!(
+                "carbon.max_line_bytes = {} is too small (at least 64)",
+                c.max_line_bytes
+            );
         }
         if c.max_connections == 0 {
             bail!("carbon.max_connections must be at least 1");

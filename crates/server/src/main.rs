@@ -11,7 +11,11 @@ mod config;
 mod serve;
 
 #[derive(Parser)]
-#[command(name = "sumi", version, about = "A time-series database for server metrics that speaks Graphite")]
+#[command(
+    name = "sumi",
+    version,
+    about = "A time-series database for server metrics that speaks Graphite"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

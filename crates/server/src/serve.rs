@@ -51,8 +51,10 @@ pub(crate) fn run_until_signal(config: Config) -> Result<()> {
 
 async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         warn!("cannot install signal handlers; stop sumi with SIGKILL");
         return std::future::pending().await;
     };
@@ -66,13 +68,13 @@ async fn wait_for_signal() {
 pub(crate) fn load_rules(config: &Config) -> Result<SeriesRules> {
     let mut rules = SeriesRules::builtin();
     if let Some(path) = &config.schemas_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         rules.schemas = StorageSchemas::parse(&path.display().to_string(), &text)?;
     }
     if let Some(path) = &config.aggregation_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         rules.aggregation = StorageAggregation::parse(&path.display().to_string(), &text)?;
     }
     Ok(rules)
@@ -127,7 +129,11 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         .await
         .with_context(|| format!("binding HTTP {}", config.http_addr))?;
     let http_addr = http.local_addr()?;
-    for (what, addr) in [("carbon", carbon_addr), ("pickle", pickle_addr), ("http", http_addr)] {
+    for (what, addr) in [
+        ("carbon", carbon_addr),
+        ("pickle", pickle_addr),
+        ("http", http_addr),
+    ] {
         warn_if_open(what, addr);
     }
 
@@ -195,7 +201,8 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
             std::process::id()
         );
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, json).and_then(|()| std::fs::rename(&tmp, path))
+        std::fs::write(&tmp, json)
+            .and_then(|()| std::fs::rename(&tmp, path))
             .with_context(|| format!("writing ready file {}", path.display()))?;
     }
 

@@ -51,7 +51,10 @@ fn kill_9_mid_load_loses_nothing_that_reached_the_wal() {
         };
         // kill somewhere in the middle of the load
         let target = (SERIES * STEPS / 4 * (round + 1)) as f64;
-        sumi.wait_metric("sumi_points_stored_total", target.min((SERIES * STEPS / 2) as f64));
+        sumi.wait_metric(
+            "sumi_points_stored_total",
+            target.min((SERIES * STEPS / 2) as f64),
+        );
         let acknowledged = sumi.metric("sumi_points_stored_total") as i64;
         sumi.kill9();
         stop.store(true, Ordering::Relaxed);
@@ -78,7 +81,10 @@ fn kill_9_mid_load_loses_nothing_that_reached_the_wal() {
             "round {round}: {n} points after restart, {acknowledged} were acknowledged before the kill"
         );
         for (i, v) in present.iter().enumerate() {
-            assert_eq!(*v, i as i64, "round {round}: hole in the stored prefix at {i}");
+            assert_eq!(
+                *v, i as i64,
+                "round {round}: hole in the stored prefix at {i}"
+            );
         }
         drop(sumi);
     }

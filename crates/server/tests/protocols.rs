@@ -23,8 +23,16 @@ fn python_pickle(points: &[(&str, i64, f64)], protocol: u8) -> Vec<u8> {
          sys.stdout.buffer.write(struct.pack('!L', len(data)) + data)\n",
         literal.join(", ")
     );
-    let out = Command::new("python3").arg("-c").arg(script).output().expect("python3");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out.stdout
 }
 
@@ -41,20 +49,35 @@ fn carbon_pickle_from_python() {
     }
     // a hostile message: GLOBAL os.system is refused, the connection goes on
     let evil = b"\x80\x02cos\nsystem\nq\x00X\x04\x00\x00\x00trueq\x01\x85q\x02Rq\x03.";
-    stream.write_all(&(evil.len() as u32).to_be_bytes()).unwrap();
+    stream
+        .write_all(&(evil.len() as u32).to_be_bytes())
+        .unwrap();
     stream.write_all(evil).unwrap();
     let msg = python_pickle(&[("pickled.after", ts, 9.0)], 2);
     stream.write_all(&msg).unwrap();
     stream.shutdown(std::net::Shutdown::Write).unwrap();
     let mut sink = [0u8; 16];
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let _ = stream.read(&mut sink);
 
     sumi.wait_stored(7);
-    assert_eq!(sumi.metric("sumi_points_rejected_total{reason=\"invalid_pickle\"}"), 1.0);
+    assert_eq!(
+        sumi.metric("sumi_points_rejected_total{reason=\"invalid_pickle\"}"),
+        1.0
+    );
     let json = sumi.get_json("/render?target=pickled.*&from=-10min&format=json");
-    let names: Vec<&str> = json.as_array().unwrap().iter().map(|s| s["target"].as_str().unwrap()).collect();
-    assert_eq!(names, ["pickled.after", "pickled.p0", "pickled.p2", "pickled.p4"]);
+    let names: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["pickled.after", "pickled.p0", "pickled.p2", "pickled.p4"]
+    );
     let slot = ts - ts % 10;
     assert_eq!(points_of(&json, 1), vec![(1.5, slot), (2.5, slot + 10)]);
     assert_eq!(points_of(&json, 0), vec![(9.0, slot)]);
@@ -72,7 +95,10 @@ fn json_bulk_api() {
         ts + 10
     );
     let url = format!("http://{}/api/v0/tsdb", sumi.http);
-    let resp = ureq::post(&url).set("Content-Type", "application/json").send_string(&body).unwrap();
+    let resp = ureq::post(&url)
+        .set("Content-Type", "application/json")
+        .send_string(&body)
+        .unwrap();
     assert_eq!(resp.status(), 200);
     // answered only after the WAL has the batch: visible without waiting
     let slot = ts - ts % 10;
@@ -81,7 +107,8 @@ fn json_bulk_api() {
 
     // gzip bodies
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(format!(r#"[{{"name":"zipped","time":{ts},"value":1}}]"#).as_bytes()).unwrap();
+    gz.write_all(format!(r#"[{{"name":"zipped","time":{ts},"value":1}}]"#).as_bytes())
+        .unwrap();
     let resp = ureq::post(&url)
         .set("Content-Type", "application/json")
         .set("Content-Encoding", "gzip")
@@ -92,7 +119,9 @@ fn json_bulk_api() {
     assert_eq!(points_of(&json, 0), vec![(1.0, slot)]);
 
     // one bad element refuses the whole batch, saying which
-    let bad = format!(r#"[{{"name":"ok.one","time":{ts},"value":1}},{{"name":"bad","time":{ts},"value":"x"}}]"#);
+    let bad = format!(
+        r#"[{{"name":"ok.one","time":{ts},"value":1}},{{"name":"bad","time":{ts},"value":"x"}}]"#
+    );
     match ureq::post(&url).send_string(&bad) {
         Err(ureq::Error::Status(400, r)) => {
             let msg = r.into_string().unwrap();
@@ -144,7 +173,11 @@ fn prometheus_remote_write() {
     let sumi = Sumi::start(&dir.path().join("data"), &[]);
     let ts = now() - 120;
     let req = write_request(
-        &[("__name__", "node_load1"), ("instance", "web01:9100"), ("job", "node")],
+        &[
+            ("__name__", "node_load1"),
+            ("instance", "web01:9100"),
+            ("job", "node"),
+        ],
         &[(0.25, ts * 1000), (0.5, (ts + 10) * 1000 + 999)],
     );
     let body = snap::raw::Encoder::new().compress_vec(&req).unwrap();

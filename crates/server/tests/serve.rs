@@ -39,7 +39,11 @@ fn plaintext_in_render_and_find_out() {
     sumi.wait_stored(60);
 
     // render: both hosts, sorted by name, exact values at their slots
-    let q = format!("/render?target=servers.*.cpu.user&from={}&until={}&format=json", t - 1, t + 190);
+    let q = format!(
+        "/render?target=servers.*.cpu.user&from={}&until={}&format=json",
+        t - 1,
+        t + 190
+    );
     let json = sumi.get_json(&q);
     assert_eq!(json.as_array().unwrap().len(), 2, "{json}");
     assert_eq!(json[0]["target"], "servers.web01.cpu.user");
@@ -70,7 +74,12 @@ fn plaintext_in_render_and_find_out() {
 
     // find: branches and leaves
     let nodes = sumi.get_json("/metrics/find?query=servers.*");
-    let texts: Vec<&str> = nodes.as_array().unwrap().iter().map(|n| n["text"].as_str().unwrap()).collect();
+    let texts: Vec<&str> = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["text"].as_str().unwrap())
+        .collect();
     assert_eq!(texts, ["web01", "web02"], "{nodes}");
     assert_eq!(nodes[0]["leaf"], 0);
     let leaves = sumi.get_json("/metrics/find?query=servers.web01.cpu.*");
@@ -94,7 +103,8 @@ fn plaintext_in_render_and_find_out() {
     );
     let json = sumi.get_json(&q);
     let pts = points_of(&json, 0);
-    let step = json[0]["datapoints"][1][1].as_i64().unwrap() - json[0]["datapoints"][0][1].as_i64().unwrap();
+    let step = json[0]["datapoints"][1][1].as_i64().unwrap()
+        - json[0]["datapoints"][0][1].as_i64().unwrap();
     assert_eq!(step, 60, "{json}");
     let total: f64 = pts.iter().map(|p| p.0).sum();
     assert_eq!(total, (0..20).sum::<i64>() as f64, "{json}");
@@ -127,7 +137,11 @@ fn graceful_restart_keeps_everything() {
     let mut text = String::new();
     for s in 0..50 {
         for i in 0..30 {
-            text.push_str(&format!("restart.s{s:02}.v {} {}\n", s * 1000 + i, t + i * 10));
+            text.push_str(&format!(
+                "restart.s{s:02}.v {} {}\n",
+                s * 1000 + i,
+                t + i * 10
+            ));
         }
     }
     sumi.send_tcp(text.as_bytes());

@@ -44,6 +44,22 @@ impl Session<'_> {
         ctx: &RequestContext,
         pattern: &str,
     ) -> Result<Vec<TimeSeries>, QueryError> {
+        let mut series = self.fetch_unadjusted(ctx, pattern)?;
+        // graphite-web builds the series when a path is evaluated, with the
+        // xFilesFactor in force then (a `setXFilesFactor()` evaluated earlier changes it)
+        if let Some(xff) = self.x_files_factor {
+            for s in &mut series {
+                s.x_files_factor = xff;
+            }
+        }
+        Ok(series)
+    }
+
+    fn fetch_unadjusted(
+        &mut self,
+        ctx: &RequestContext,
+        pattern: &str,
+    ) -> Result<Vec<TimeSeries>, QueryError> {
         let k = key(ctx, pattern);
         if let Some(entry) = self.prefetched.get_mut(&k) {
             entry.uses = entry.uses.saturating_sub(1);

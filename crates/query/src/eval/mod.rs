@@ -130,6 +130,12 @@ pub struct Session<'a> {
     source: &'a dyn SeriesSource,
     functions: &'a Registry,
     prefetched: HashMap<fetch::Key, fetch::Entry>,
+    /// `stacked()`'s running totals per stack name, shared by all the request's targets
+    /// (graphite-web's `requestContext['totalStack']`).
+    stacks: HashMap<String, Vec<f64>>,
+    /// Set by `setXFilesFactor()`: graphite-web writes it into the request context, so
+    /// it holds for whatever is evaluated after it in the same request.
+    x_files_factor: Option<f64>,
 }
 
 impl<'a> Session<'a> {
@@ -138,11 +144,29 @@ impl<'a> Session<'a> {
             source,
             functions,
             prefetched: HashMap::new(),
+            stacks: HashMap::new(),
+            x_files_factor: None,
         }
+    }
+
+    /// The xFilesFactor in force: the request's, or the last one `setXFilesFactor()`
+    /// set. Functions give it to the series they create; fetched series get it too.
+    pub fn x_files_factor(&self, ctx: &RequestContext) -> f64 {
+        self.x_files_factor.unwrap_or(ctx.x_files_factor)
+    }
+
+    /// `setXFilesFactor()`: the xFilesFactor for the rest of the request.
+    pub fn set_x_files_factor(&mut self, xff: f64) {
+        self.x_files_factor = Some(xff);
     }
 
     pub fn functions(&self) -> &Registry {
         self.functions
+    }
+
+    /// The running totals of the stack `name` (empty at first), for `stacked()`.
+    pub fn stack_totals(&mut self, name: &str) -> &mut Vec<f64> {
+        self.stacks.entry(name.to_string()).or_default()
     }
 
     /// Evaluates an expression (`replacements` from an enclosing `template()`).

@@ -10,15 +10,18 @@
 //!   default zone), and an epoch given as a number is accepted (graphite-web fails).
 //!   The times in its name are the request's epochs (graphite-web passes them through
 //!   `time.mktime`, which shifts them when the request's zone is not the server's).
-//! - `nPercentile(x, 0)` and `stdev(x, 0)` are refused as bad input (graphite-web
-//!   fails on an assertion and a division by zero).
+//! - `nPercentile(x, 0)` and `stdev(x, -1)` are refused as bad input (graphite-web
+//!   fails on an assertion and an index error).
 //! - `stdev` gives infinity where squaring a value overflows (graphite-web fails).
+//!   Squares are the C library's `pow(x, 2)`, as Python's `x ** 2` is: it is not
+//!   always `x * x`.
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
 use crate::functions::util::{
-    eval_first_arg, format_g, input_error, percentile, py_sum, row, take_series, AggFunc,
+    eval_first_arg, format_g, input_error, percentile, py_square, py_sum, row, take_series,
+    AggFunc,
 };
 use crate::functions::{FunctionDef, Invocation};
 use crate::py;
@@ -100,28 +103,52 @@ pub(crate) static FUNCTIONS: &[FunctionDef] = &[
 ];
 
 /// graphite-web's `constantLine`: named after the value (`str(value)`), three points
-/// spanning the request's interval, the request's xFilesFactor.
-pub(crate) fn constant_line(ctx: &RequestContext, value: Option<f64>, shown: &str) -> TimeSeries {
+/// spanning the request's interval, the xFilesFactor in force (`xff`).
+pub(crate) fn constant_line(
+    ctx: &RequestContext,
+    xff: f64,
+    value: Option<f64>,
+    shown: &str,
+) -> TimeSeries {
     let step = ((ctx.until - ctx.from) as f64 / 2.0) as i64;
     let mut s = TimeSeries::new(shown, ctx.from, ctx.until, step, vec![value; 3]);
     s.path_expression = format!("constantLine({shown})");
-    s.x_files_factor = ctx.x_files_factor;
+    s.x_files_factor = xff;
     s
 }
 
-fn constant_line_fn(_: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn constant_line_fn(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let value = inv.args.float(0).unwrap_or(0.0);
-    Ok(Value::SeriesList(vec![constant_line(ctx, Some(value), &py::float_repr(value))]))
+    let xff = session.x_files_factor(ctx);
+    Ok(Value::SeriesList(vec![constant_line(
+        ctx,
+        xff,
+        Some(value),
+        &py::float_repr(value),
+    )]))
 }
 
 fn agg_func(inv: &Invocation<'_>, index: usize) -> Result<AggFunc, QueryError> {
     let name = inv.args.str(index).unwrap_or("average");
-    AggFunc::from_name(name)
-        .ok_or_else(|| input_error(inv.name, format!("Unsupported aggregation function: {name}")))
+    AggFunc::from_name(name).ok_or_else(|| {
+        input_error(
+            inv.name,
+            format!("Unsupported aggregation function: {name}"),
+        )
+    })
 }
 
-fn aggregate_line(_: &mut Session<'_>, ctx: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn aggregate_line(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let func = agg_func(&inv, 1)?;
+    let xff = session.x_files_factor(ctx);
     let keep_step = inv.args.bool(2).unwrap_or(false);
     let series = take_series(&mut inv, 0);
     let mut out = Vec::with_capacity(series.len());
@@ -148,7 +175,7 @@ fn aggregate_line(_: &mut Session<'_>, ctx: &RequestContext, mut inv: Invocation
                 ..s
             }
         } else {
-            let mut line = constant_line(ctx, value, &shown);
+            let mut line = constant_line(ctx, xff, value, &shown);
             line.path_expression = name.clone();
             line.name = name;
             line
@@ -159,7 +186,11 @@ fn aggregate_line(_: &mut Session<'_>, ctx: &RequestContext, mut inv: Invocation
 }
 
 /// A `date` argument: a time expression, or an epoch given as a number.
-fn date_arg(inv: &Invocation<'_>, index: usize, ctx: &RequestContext) -> Result<Option<i64>, QueryError> {
+fn date_arg(
+    inv: &Invocation<'_>,
+    index: usize,
+    ctx: &RequestContext,
+) -> Result<Option<i64>, QueryError> {
     match inv.args.get(index) {
         None | Some(Value::None) => Ok(None),
         Some(Value::Int(i)) => Ok(Some(*i)),
@@ -167,7 +198,10 @@ fn date_arg(inv: &Invocation<'_>, index: usize, ctx: &RequestContext) -> Result<
         Some(Value::Str(s)) => crate::attime::parse_at_time(s, ctx.tz, ctx.now)
             .map(Some)
             .map_err(|e| input_error(inv.name, e.to_string())),
-        Some(other) => Err(input_error(inv.name, format!("{} is not a time", other.kind()))),
+        Some(other) => Err(input_error(
+            inv.name,
+            format!("{} is not a time", other.kind()),
+        )),
     }
 }
 
@@ -175,7 +209,12 @@ fn date_arg(inv: &Invocation<'_>, index: usize, ctx: &RequestContext) -> Result<
 /// known points, or `None` when they do not determine one.
 fn regression(source: &TimeSeries) -> Option<(f64, f64)> {
     let values = row(source);
-    let known = || values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i as i128, v)));
+    let known = || {
+        values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (i as i128, v)))
+    };
     let n = known().count() as i128;
     let sum_i: i128 = known().map(|(i, _)| i).sum();
     let sum_v = py_sum(known().map(|(_, v)| v)).unwrap_or(0.0);
@@ -186,7 +225,8 @@ fn regression(source: &TimeSeries) -> Option<(f64, f64)> {
         return None;
     }
     let factor = (n as f64 * sum_iv - sum_i as f64 * sum_v) / denominator / source.step as f64;
-    let offset = (sum_ii as f64 * sum_v - sum_iv * sum_i as f64) / denominator - factor * source.start as f64;
+    let offset = (sum_ii as f64 * sum_v - sum_iv * sum_i as f64) / denominator
+        - factor * source.start as f64;
     Some((factor, offset))
 }
 
@@ -219,7 +259,11 @@ fn linear_regression(
     Ok(Value::SeriesList(out))
 }
 
-fn n_percentile(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn n_percentile(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let n = inv.args.float(1).unwrap_or(0.0);
     let series = take_series(&mut inv, 0);
     let mut out = Vec::with_capacity(series.len());
@@ -233,9 +277,16 @@ fn n_percentile(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>
 
 /// `nPercentile` of one series: `None` when it has no known value. The `nPercentile`
 /// tag is also set on `s`'s tags, which graphite-web shares with the result.
-pub(crate) fn percentile_line(function: &str, mut s: TimeSeries, n: f64) -> Result<Option<TimeSeries>, QueryError> {
+pub(crate) fn percentile_line(
+    function: &str,
+    mut s: TimeSeries,
+    n: f64,
+) -> Result<Option<TimeSeries>, QueryError> {
     if n == 0.0 || n.is_nan() {
-        return Err(input_error(function, "the requested percent must be greater than 0"));
+        return Err(input_error(
+            function,
+            "the requested percent must be greater than 0",
+        ));
     }
     let known: Vec<Option<f64>> = s.consolidated().filter(Option::is_some).collect();
     if known.is_empty() {
@@ -261,11 +312,20 @@ pub(crate) fn percentile_line(function: &str, mut s: TimeSeries, n: f64) -> Resu
     }))
 }
 
-fn stdev(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn stdev(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let points = inv.args.int(1).unwrap_or(0);
     let tolerance = inv.args.float(2).unwrap_or(0.1);
-    if points <= 0 {
-        return Err(input_error(inv.name, format!("points must be positive, not {points}")));
+    // graphite-web reads past the end for a negative window (and fails); a window of
+    // 0 nets every point out and gives nulls, as there
+    if points < 0 {
+        return Err(input_error(
+            inv.name,
+            format!("points must not be negative, not {points}"),
+        ));
     }
     let series = take_series(&mut inv, 0);
     let mut out = Vec::with_capacity(series.len());
@@ -278,21 +338,29 @@ fn stdev(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Re
         let mut sum_sq = 0.0;
         let mut values = Vec::with_capacity(s.values.len());
         for (index, new) in s.consolidated().enumerate() {
-            let dropped = if index < window { None } else { s.values.get(index - window).copied().flatten() };
+            let dropped = if index < window {
+                None
+            } else {
+                s.values.get(index - window).copied().flatten()
+            };
             if let Some(d) = dropped {
                 valid -= 1;
                 sum -= d;
-                sum_sq -= d * d;
+                sum_sq -= py_square(d);
             }
             if let Some(v) = new {
                 valid += 1;
                 sum += v;
-                sum_sq += v * v;
+                sum_sq += py_square(v);
             }
             let value = if valid > 0 && valid as f64 / points as f64 >= tolerance {
-                let radicand = valid as f64 * sum_sq - sum * sum;
+                let radicand = valid as f64 * sum_sq - py_square(sum);
                 // math.sqrt of a negative raises ValueError, which graphite-web turns into None
-                (!(radicand < 0.0)).then(|| radicand.sqrt() / valid as f64)
+                if radicand < 0.0 {
+                    None
+                } else {
+                    Some(radicand.sqrt() / valid as f64)
+                }
             } else {
                 None
             };

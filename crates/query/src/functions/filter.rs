@@ -21,7 +21,7 @@ use crate::eval::{RequestContext, Session, Value};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
 use crate::functions::pyre;
 use crate::functions::util::{
-    eval_target_text, input_error, percentile, py_slice, py_sort_by_keys, py_sum, row, sort_key,
+    eval_target_text, input_error, percentile, py_slice, py_sort_by_keys, py_square, py_sum, row, sort_key,
     take_series, AggFunc,
 };
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
@@ -42,12 +42,16 @@ static RANK_FUNC_PARAMS: [Param; 3] = [
 static FILTER_SERIES_PARAMS: [Param; 4] = [
     SERIES,
     Param::new("func", T::AggFunc).required(),
-    Param::new("operator", T::String).required().options(OPERATORS),
+    Param::new("operator", T::String)
+        .required()
+        .options(OPERATORS),
     Param::new("threshold", T::Float).required(),
 ];
 static PATTERN_PARAMS: [Param; 2] = [SERIES, Param::new("pattern", T::String).required()];
 static REMOVE_EMPTY_PARAMS: [Param; 2] = [SERIES, Param::new("xFilesFactor", T::Float)];
-static UNIQUE_PARAMS: [Param; 1] = [Param::new("seriesLists", T::SeriesList).required().multiple()];
+static UNIQUE_PARAMS: [Param; 1] = [Param::new("seriesLists", T::SeriesList)
+    .required()
+    .multiple()];
 static USE_SERIES_ABOVE_PARAMS: [Param; 4] = [
     SERIES,
     Param::new("value", T::Float).required(),
@@ -73,51 +77,173 @@ const fn def(
 
 /// The series filters.
 pub(crate) static FUNCTIONS: &[FunctionDef] = &[
-    def("filterSeries", &FILTER_SERIES_PARAMS, "Keeps the series whose aggregate passes a comparison.\n\n\
+    def(
+        "filterSeries",
+        &FILTER_SERIES_PARAMS,
+        "Keeps the series whose aggregate passes a comparison.\n\n\
         The aggregate is any aggregation name (average, max, last, …), the operator one of \
         =, !=, >, >=, <, <=. A series without a known value has no aggregate: it passes != \
-        and the < and <= comparisons only.", filter_series),
-    def("averageAbove", &THRESHOLD_PARAMS, "Keeps the series whose average is above n.", average_above),
-    def("averageBelow", &THRESHOLD_PARAMS, "Keeps the series whose average is at or below n.", average_below),
-    def("currentAbove", &THRESHOLD_PARAMS, "Keeps the series whose last known value is above n.", current_above),
-    def("currentBelow", &THRESHOLD_PARAMS, "Keeps the series whose last known value is at or below n.", current_below),
-    def("maximumAbove", &THRESHOLD_PARAMS, "Keeps the series whose maximum is above n.", maximum_above),
-    def("maximumBelow", &THRESHOLD_PARAMS, "Keeps the series whose maximum is at or below n.", maximum_below),
-    def("minimumAbove", &THRESHOLD_PARAMS, "Keeps the series whose minimum is above n.", minimum_above),
-    def("minimumBelow", &THRESHOLD_PARAMS, "Keeps the series whose minimum is at or below n.", minimum_below),
-    def("highest", &RANK_FUNC_PARAMS, "The n series with the highest aggregate.\n\n\
-        The aggregate is average by default, or any aggregation name; ties keep their order.", highest),
-    def("lowest", &RANK_FUNC_PARAMS, "The n series with the lowest aggregate.\n\n\
+        and the < and <= comparisons only.",
+        filter_series,
+    ),
+    def(
+        "averageAbove",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose average is above n.",
+        average_above,
+    ),
+    def(
+        "averageBelow",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose average is at or below n.",
+        average_below,
+    ),
+    def(
+        "currentAbove",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose last known value is above n.",
+        current_above,
+    ),
+    def(
+        "currentBelow",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose last known value is at or below n.",
+        current_below,
+    ),
+    def(
+        "maximumAbove",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose maximum is above n.",
+        maximum_above,
+    ),
+    def(
+        "maximumBelow",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose maximum is at or below n.",
+        maximum_below,
+    ),
+    def(
+        "minimumAbove",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose minimum is above n.",
+        minimum_above,
+    ),
+    def(
+        "minimumBelow",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose minimum is at or below n.",
+        minimum_below,
+    ),
+    def(
+        "highest",
+        &RANK_FUNC_PARAMS,
+        "The n series with the highest aggregate.\n\n\
+        The aggregate is average by default, or any aggregation name; ties keep their order.",
+        highest,
+    ),
+    def(
+        "lowest",
+        &RANK_FUNC_PARAMS,
+        "The n series with the lowest aggregate.\n\n\
         The aggregate is average by default, or any aggregation name; series without a \
-        known value come first.", lowest),
-    def("highestAverage", &RANK_PARAMS, "The n series with the highest average.", highest_average),
-    def("highestCurrent", &RANK_PARAMS, "The n series with the highest last known value.", highest_current),
-    def("highestMax", &RANK_PARAMS, "The n series with the highest maximum.", highest_max),
-    def("lowestAverage", &RANK_PARAMS, "The n series with the lowest average.", lowest_average),
-    def("lowestCurrent", &RANK_PARAMS, "The n series with the lowest last known value.", lowest_current),
-    def("mostDeviant", &RANK_PARAMS, "The n series with the largest variance.\n\n\
-        Series without a known value are left out.", most_deviant),
-    def("limit", &RANK_PARAMS, "The first n series of the list.", limit),
-    def("grep", &PATTERN_PARAMS, "Keeps the series whose name matches a regular expression.\n\n\
-        Python regular expression syntax; the pattern may match anywhere in the name.", grep),
-    def("exclude", &PATTERN_PARAMS, "Drops the series whose name matches a regular expression.\n\n\
-        Python regular expression syntax; the pattern may match anywhere in the name.", exclude),
-    def("unique", &UNIQUE_PARAMS, "The series of all the lists, each name once.\n\n\
-        The first series of each name is kept, in order.", unique),
-    def("removeEmptySeries", &REMOVE_EMPTY_PARAMS, "Drops series without enough known values.\n\n\
+        known value come first.",
+        lowest,
+    ),
+    def(
+        "highestAverage",
+        &RANK_PARAMS,
+        "The n series with the highest average.",
+        highest_average,
+    ),
+    def(
+        "highestCurrent",
+        &RANK_PARAMS,
+        "The n series with the highest last known value.",
+        highest_current,
+    ),
+    def(
+        "highestMax",
+        &RANK_PARAMS,
+        "The n series with the highest maximum.",
+        highest_max,
+    ),
+    def(
+        "lowestAverage",
+        &RANK_PARAMS,
+        "The n series with the lowest average.",
+        lowest_average,
+    ),
+    def(
+        "lowestCurrent",
+        &RANK_PARAMS,
+        "The n series with the lowest last known value.",
+        lowest_current,
+    ),
+    def(
+        "mostDeviant",
+        &RANK_PARAMS,
+        "The n series with the largest variance.\n\n\
+        Series without a known value are left out.",
+        most_deviant,
+    ),
+    def(
+        "limit",
+        &RANK_PARAMS,
+        "The first n series of the list.",
+        limit,
+    ),
+    def(
+        "grep",
+        &PATTERN_PARAMS,
+        "Keeps the series whose name matches a regular expression.\n\n\
+        Python regular expression syntax; the pattern may match anywhere in the name.",
+        grep,
+    ),
+    def(
+        "exclude",
+        &PATTERN_PARAMS,
+        "Drops the series whose name matches a regular expression.\n\n\
+        Python regular expression syntax; the pattern may match anywhere in the name.",
+        exclude,
+    ),
+    def(
+        "unique",
+        &UNIQUE_PARAMS,
+        "The series of all the lists, each name once.\n\n\
+        The first series of each name is kept, in order.",
+        unique,
+    ),
+    def(
+        "removeEmptySeries",
+        &REMOVE_EMPTY_PARAMS,
+        "Drops series without enough known values.\n\n\
         By default a series needs one known value; with xFilesFactor, that share of its points.",
-        remove_empty_series),
-    def("averageOutsidePercentile", &THRESHOLD_PARAMS, "Keeps the series whose average is outside the n-th percentile band.\n\n\
+        remove_empty_series,
+    ),
+    def(
+        "averageOutsidePercentile",
+        &THRESHOLD_PARAMS,
+        "Keeps the series whose average is outside the n-th percentile band.\n\n\
         The band runs from the (100 - n)th to the n-th percentile of all the series' averages; \
-        series strictly inside it are dropped.", average_outside_percentile),
-    def("removeBetweenPercentile", &THRESHOLD_PARAMS, "Keeps the series that leave the n-th percentile band at some point.\n\n\
+        series strictly inside it are dropped.",
+        average_outside_percentile,
+    ),
+    def(
+        "removeBetweenPercentile",
+        &THRESHOLD_PARAMS,
+        "Keeps the series that leave the n-th percentile band at some point.\n\n\
         At each time, the band runs from the (100 - n)th to the n-th percentile of all the \
         series' values; series that stay strictly inside it everywhere are dropped.",
-        remove_between_percentile),
-    def("useSeriesAbove", &USE_SERIES_ABOVE_PARAMS, "Draws related series of those whose maximum is above a value.\n\n\
+        remove_between_percentile,
+    ),
+    def(
+        "useSeriesAbove",
+        &USE_SERIES_ABOVE_PARAMS,
+        "Draws related series of those whose maximum is above a value.\n\n\
         For each series with a maximum above value, the name is rewritten with the regular \
         expression search and replace, and the resulting series are fetched and drawn instead.",
-        use_series_above),
+        use_series_above,
+    ),
 ];
 
 /// graphite-web's `operatorFuncs`: how a missing aggregate compares.
@@ -135,11 +261,20 @@ fn compare(op: &str, value: Option<f64>, threshold: f64) -> bool {
 }
 
 fn agg(inv: &Invocation<'_>, name: &str) -> Result<AggFunc, QueryError> {
-    AggFunc::from_name(name)
-        .ok_or_else(|| input_error(inv.name, format!("Unsupported aggregation function: {name}")))
+    AggFunc::from_name(name).ok_or_else(|| {
+        input_error(
+            inv.name,
+            format!("Unsupported aggregation function: {name}"),
+        )
+    })
 }
 
-fn filter_by(mut inv: Invocation<'_>, func: &str, op: &str, threshold: f64) -> Result<Value, QueryError> {
+fn filter_by(
+    mut inv: Invocation<'_>,
+    func: &str,
+    op: &str,
+    threshold: f64,
+) -> Result<Value, QueryError> {
     let func = agg(&inv, func)?;
     if !OPERATORS.contains(&op) {
         return Err(input_error(inv.name, format!("Unsupported operator: {op}")));
@@ -153,7 +288,11 @@ fn filter_by(mut inv: Invocation<'_>, func: &str, op: &str, threshold: f64) -> R
     ))
 }
 
-fn filter_series(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn filter_series(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let func = inv.args.str(1).unwrap_or("").to_string();
     let op = inv.args.str(2).unwrap_or("").to_string();
     let threshold = inv.args.float(3).unwrap_or(0.0);
@@ -162,7 +301,11 @@ fn filter_series(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -
 
 macro_rules! threshold_filter {
     ($name:ident, $func:literal, $op:literal) => {
-        fn $name(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+        fn $name(
+            _: &mut Session<'_>,
+            _: &RequestContext,
+            inv: Invocation<'_>,
+        ) -> Result<Value, QueryError> {
             let n = inv.args.float(1).unwrap_or(0.0);
             filter_by(inv, $func, $op, n)
         }
@@ -188,13 +331,21 @@ fn ranked(mut inv: Invocation<'_>, func: &str, n: i64, reverse: bool) -> Result<
     Ok(Value::SeriesList(py_slice(sorted, None, Some(n))))
 }
 
-fn highest(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn highest(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let n = inv.args.int(1).unwrap_or(1);
     let func = inv.args.str(2).unwrap_or("average").to_string();
     ranked(inv, &func, n, true)
 }
 
-fn lowest(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn lowest(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let n = inv.args.int(1).unwrap_or(1);
     let func = inv.args.str(2).unwrap_or("average").to_string();
     ranked(inv, &func, n, false)
@@ -202,7 +353,11 @@ fn lowest(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -> Resul
 
 macro_rules! rank_shorthand {
     ($name:ident, $func:literal, $reverse:literal) => {
-        fn $name(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+        fn $name(
+            _: &mut Session<'_>,
+            _: &RequestContext,
+            inv: Invocation<'_>,
+        ) -> Result<Value, QueryError> {
             let n = inv.args.int(1).unwrap_or(1);
             ranked(inv, $func, n, $reverse)
         }
@@ -215,7 +370,11 @@ rank_shorthand!(highest_max, "max", true);
 rank_shorthand!(lowest_average, "average", false);
 rank_shorthand!(lowest_current, "current", false);
 
-fn most_deviant(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn most_deviant(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let n = inv.args.int(1).unwrap_or(0);
     let series = take_series(&mut inv, 0);
     let mut deviants = Vec::with_capacity(series.len());
@@ -227,7 +386,7 @@ fn most_deviant(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>
         };
         let known = values.iter().filter_map(|v| *v);
         let count = known.clone().count();
-        let square_sum = py_sum(known.map(|v| (v - mean) * (v - mean))).unwrap_or(0.0);
+        let square_sum = py_sum(known.map(|v| py_square(v - mean))).unwrap_or(0.0);
         keys.push(square_sum / count as f64);
         drop(values);
         deviants.push(s);
@@ -236,7 +395,11 @@ fn most_deviant(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>
     Ok(Value::SeriesList(py_slice(sorted, None, Some(n))))
 }
 
-fn limit(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn limit(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let n = inv.args.int(1).unwrap_or(0);
     let series = take_series(&mut inv, 0);
     Ok(Value::SeriesList(py_slice(series, Some(0), Some(n))))
@@ -258,11 +421,19 @@ fn grep(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -> Result<
     by_pattern(inv, true)
 }
 
-fn exclude(_: &mut Session<'_>, _: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn exclude(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     by_pattern(inv, false)
 }
 
-fn unique(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn unique(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let lists = inv.args.take(0);
     let mut seen: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
@@ -278,7 +449,11 @@ fn unique(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> R
     Ok(Value::SeriesList(out))
 }
 
-fn remove_empty_series(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn remove_empty_series(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let xff = inv.args.float(1).unwrap_or(0.0);
     let series = take_series(&mut inv, 0);
     Ok(Value::SeriesList(
@@ -302,13 +477,20 @@ fn outside(low: Option<f64>, value: Option<f64>, high: Option<f64>) -> bool {
     }
 }
 
-fn average_outside_percentile(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn average_outside_percentile(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let mut n = inv.args.float(1).unwrap_or(0.0);
     if n < 50.0 {
         n = 100.0 - n;
     }
     let series = take_series(&mut inv, 0);
-    let averages: Vec<Option<f64>> = series.iter().map(|s| AggFunc::Average.apply(&row(s))).collect();
+    let averages: Vec<Option<f64>> = series
+        .iter()
+        .map(|s| AggFunc::Average.apply(&row(s)))
+        .collect();
     let low = percentile(&averages, 100.0 - n, false).map_err(|m| input_error(inv.name, m))?;
     let high = percentile(&averages, n, false).map_err(|m| input_error(inv.name, m))?;
     Ok(Value::SeriesList(
@@ -321,7 +503,11 @@ fn average_outside_percentile(_: &mut Session<'_>, _: &RequestContext, mut inv: 
     ))
 }
 
-fn remove_between_percentile(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn remove_between_percentile(
+    _: &mut Session<'_>,
+    _: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let mut n = inv.args.float(1).unwrap_or(0.0);
     if n < 50.0 {
         n = 100.0 - n;
@@ -353,11 +539,16 @@ fn remove_between_percentile(_: &mut Session<'_>, _: &RequestContext, mut inv: I
     ))
 }
 
-fn use_series_above(session: &mut Session<'_>, ctx: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn use_series_above(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let value = inv.args.float(1).unwrap_or(0.0);
     let search = inv.args.str(2).unwrap_or("").to_string();
     let replace = inv.args.str(3).unwrap_or("").to_string();
-    let sub = pyre::Substitution::new(&search, &replace).map_err(|e| input_error(inv.name, e.to_string()))?;
+    let sub = pyre::Substitution::new(&search, &replace)
+        .map_err(|e| input_error(inv.name, e.to_string()))?;
     let series = take_series(&mut inv, 0);
     let names: Vec<String> = series
         .iter()
@@ -367,6 +558,9 @@ fn use_series_above(session: &mut Session<'_>, ctx: &RequestContext, mut inv: In
     if names.is_empty() {
         return Ok(Value::SeriesList(Vec::new()));
     }
-    let found: Vec<TimeSeries> = eval_target_text(session, ctx, &format!("group({})", names.join(",")))?;
-    Ok(Value::SeriesList(found.into_iter().filter(|s| !s.values.is_empty()).collect()))
+    let found: Vec<TimeSeries> =
+        eval_target_text(session, ctx, &format!("group({})", names.join(",")))?;
+    Ok(Value::SeriesList(
+        found.into_iter().filter(|s| !s.values.is_empty()).collect(),
+    ))
 }

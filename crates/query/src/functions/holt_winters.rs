@@ -128,16 +128,22 @@ fn analyse(values: &[Option<f64>], season: i64) -> Result<Analysis, String> {
             (actual, 0.0, Some(actual))
         } else {
             let last_intercept = intercepts.last().copied().flatten().unwrap_or(actual);
-            (last_intercept, slopes.last().copied().unwrap_or(0.0), next_pred)
+            (
+                last_intercept,
+                slopes.last().copied().unwrap_or(0.0),
+                next_pred,
+            )
         };
         let last_seasonal = back(&seasonals, i)?;
         let next_last_seasonal = back(&seasonals, i + 1)?;
         let last_seasonal_dev = back(&deviations, i)?;
-        let intercept = ALPHA * (actual - last_seasonal) + (1.0 - ALPHA) * (last_intercept + last_slope);
+        let intercept =
+            ALPHA * (actual - last_seasonal) + (1.0 - ALPHA) * (last_intercept + last_slope);
         let slope = BETA * (intercept - last_intercept) + (1.0 - BETA) * last_slope;
         let seasonal = GAMMA * (actual - intercept) + (1.0 - GAMMA) * last_seasonal;
         next_pred = Some(intercept + slope + next_last_seasonal);
-        let deviation = GAMMA * (actual - prediction.unwrap_or(0.0)).abs() + (1.0 - GAMMA) * last_seasonal_dev;
+        let deviation =
+            GAMMA * (actual - prediction.unwrap_or(0.0)).abs() + (1.0 - GAMMA) * last_seasonal_dev;
         intercepts.push(Some(intercept));
         slopes.push(slope);
         seasonals.push(seasonal);
@@ -159,7 +165,11 @@ fn seconds(inv: &Invocation<'_>, index: usize, default: &str) -> Result<i64, Que
 /// Python's `values[start:]` for a possibly negative start.
 fn tail<T: Clone>(values: &[T], start: i64) -> Vec<T> {
     let len = values.len() as i64;
-    let from = if start < 0 { (len + start).max(0) } else { start.min(len) };
+    let from = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start.min(len)
+    };
     values[from as usize..].to_vec()
 }
 
@@ -185,8 +195,8 @@ fn bootstrap(
             continue;
         }
         let values: Vec<Option<f64>> = s.consolidated().collect();
-        let analysis =
-            analyse(&values, seasonality.div_euclid(s.step)).map_err(|m| input_error(inv.name, m))?;
+        let analysis = analyse(&values, seasonality.div_euclid(s.step))
+            .map_err(|m| input_error(inv.name, m))?;
         s.tags.set("holtWintersForecast", "1");
         s.tags.set("holtWintersDeviation", "1");
         runs.push((s, analysis));
@@ -194,7 +204,11 @@ fn bootstrap(
     Ok(Bootstrapped { preview, runs })
 }
 
-fn forecast(session: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn forecast(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let boot = bootstrap(session, ctx, &inv, 1)?;
     let preview = boot.preview;
     let out = boot
@@ -203,7 +217,12 @@ fn forecast(session: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>
         .map(|(s, analysis)| {
             let window = preview.div_euclid(s.step);
             let name = format!("holtWintersForecast({})", s.name);
-            derived(&s, name, s.start.saturating_add(preview), tail(&analysis.predictions, window))
+            derived(
+                &s,
+                name,
+                s.start.saturating_add(preview),
+                tail(&analysis.predictions, window),
+            )
         })
         .collect();
     Ok(Value::SeriesList(out))
@@ -232,7 +251,10 @@ fn bands(
         let window = preview.div_euclid(s.step);
         let forecast = tail(&analysis.predictions, window);
         let deviation = tail(&analysis.deviations, window);
-        let (mut upper, mut lower) = (Vec::with_capacity(forecast.len()), Vec::with_capacity(forecast.len()));
+        let (mut upper, mut lower) = (
+            Vec::with_capacity(forecast.len()),
+            Vec::with_capacity(forecast.len()),
+        );
         for (f, d) in forecast.iter().zip(&deviation) {
             match f {
                 Some(f) => {
@@ -249,8 +271,18 @@ fn bands(
         s.tags.set("holtWintersConfidenceUpper", "1");
         s.tags.set("holtWintersConfidenceLower", "1");
         let start = s.start.saturating_add(preview);
-        let mut lo = derived(&s, format!("holtWintersConfidenceLower({})", s.name), start, lower);
-        let mut up = derived(&s, format!("holtWintersConfidenceUpper({})", s.name), start, upper);
+        let mut lo = derived(
+            &s,
+            format!("holtWintersConfidenceLower({})", s.name),
+            start,
+            lower,
+        );
+        let mut up = derived(
+            &s,
+            format!("holtWintersConfidenceUpper({})", s.name),
+            start,
+            upper,
+        );
         lo.path_expression = s.path_expression.clone();
         up.path_expression = s.path_expression.clone();
         out.push((lo, up));
@@ -258,17 +290,28 @@ fn bands(
     Ok(out)
 }
 
-fn confidence_bands(session: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn confidence_bands(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let pairs = bands(session, ctx, &inv)?;
-    Ok(Value::SeriesList(pairs.into_iter().flat_map(|(lo, up)| [lo, up]).collect()))
+    Ok(Value::SeriesList(
+        pairs.into_iter().flat_map(|(lo, up)| [lo, up]).collect(),
+    ))
 }
 
-fn confidence_area(session: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn confidence_area(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let pairs = bands(session, ctx, &inv)?;
     let mut out = Vec::with_capacity(pairs.len() * 2);
     for (mut lower, mut upper) in pairs {
         // areaBetween(bands), then renamed
-        let name = format!("areaBetween({})", upper.path_expression).replace("areaBetween", "holtWintersConfidenceArea");
+        let name = format!("areaBetween({})", upper.path_expression)
+            .replace("areaBetween", "holtWintersConfidenceArea");
         lower.options.stacked = true;
         lower.options.invisible = true;
         upper.options.stacked = true;
@@ -283,7 +326,11 @@ fn confidence_area(session: &mut Session<'_>, ctx: &RequestContext, inv: Invocat
     Ok(Value::SeriesList(out))
 }
 
-fn aberration(session: &mut Session<'_>, ctx: &RequestContext, mut inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn aberration(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let pairs = bands(session, ctx, &inv)?;
     let mut by_name: HashMap<String, TimeSeries> = HashMap::with_capacity(pairs.len() * 2);
     for (lo, up) in pairs {
@@ -301,7 +348,8 @@ fn aberration(session: &mut Session<'_>, ctx: &RequestContext, mut inv: Invocati
                     return Some(0.0);
                 };
                 let t = s.start + i as i64 * s.step;
-                let band_at = |band: Option<&TimeSeries>| band.and_then(|b| band_value(b, &s, i, t));
+                let band_at =
+                    |band: Option<&TimeSeries>| band.and_then(|b| band_value(b, &s, i, t));
                 if let Some(u) = band_at(upper).filter(|u| v > *u) {
                     return Some(v - u);
                 }

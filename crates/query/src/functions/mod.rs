@@ -11,7 +11,20 @@
 //! exporting a `static` table of definitions that [`Registry::standard`] registers.
 //! None is written yet: plain paths need none.
 
+mod alias;
+mod calculate;
+mod combine;
+mod filter;
+mod filter_data;
+mod graph;
+mod holt_winters;
+mod moving;
 pub mod params;
+mod pyre;
+mod sort;
+mod special;
+mod transform;
+mod util;
 
 pub use params::{bind, is_agg_func, BoundArgs, DefaultValue, Param, ParamType, AGG_FUNCS};
 
@@ -69,7 +82,26 @@ impl Registry {
     /// Every function sumi implements.
     pub fn standard() -> Registry {
         // Function families register here as they are written.
-        Registry::empty()
+        let mut r = Registry::empty();
+        r.register_all(alias::FUNCTIONS);
+        r.register_all(calculate::FUNCTIONS);
+        r.register_all(filter::FUNCTIONS);
+        r.register_all(filter_data::FUNCTIONS);
+        r.register_all(graph::FUNCTIONS);
+        r.register_all(holt_winters::FUNCTIONS);
+        r.register_all(moving::FUNCTIONS);
+        r.register_all(sort::FUNCTIONS);
+        r.register_all(special::FUNCTIONS);
+        r.register_all(combine::FUNCTIONS);
+        r.register_all(transform::FUNCTIONS);
+        r
+    }
+
+    /// Adds every function of a family's table.
+    pub fn register_all(&mut self, defs: &[FunctionDef]) {
+        for def in defs {
+            self.register(*def);
+        }
     }
 
     /// Adds (or replaces) a function under its name.
@@ -108,5 +140,7 @@ impl Registry {
     }
 }
 
+#[cfg(test)]
+mod golden;
 #[cfg(test)]
 mod tests;

@@ -55,17 +55,37 @@ pub(crate) static FUNCTIONS: &[FunctionDef] = &[
         aggregator: false,
         run: moving_window,
     },
-    shorthand("movingAverage", "The average of a sliding window of past points.\n\n\
+    shorthand(
+        "movingAverage",
+        "The average of a sliding window of past points.\n\n\
         The window is a number of points or an interval such as '5min'. Shorthand for \
-        movingWindow(seriesList, windowSize, 'average').", moving_average),
-    shorthand("movingSum", "The sum of a sliding window of past points.\n\n\
-        Shorthand for movingWindow(seriesList, windowSize, 'sum').", moving_sum),
-    shorthand("movingMin", "The minimum of a sliding window of past points.\n\n\
-        Shorthand for movingWindow(seriesList, windowSize, 'min').", moving_min),
-    shorthand("movingMax", "The maximum of a sliding window of past points.\n\n\
-        Shorthand for movingWindow(seriesList, windowSize, 'max').", moving_max),
-    shorthand("movingMedian", "The median of a sliding window of past points.\n\n\
-        Shorthand for movingWindow(seriesList, windowSize, 'median').", moving_median),
+        movingWindow(seriesList, windowSize, 'average').",
+        moving_average,
+    ),
+    shorthand(
+        "movingSum",
+        "The sum of a sliding window of past points.\n\n\
+        Shorthand for movingWindow(seriesList, windowSize, 'sum').",
+        moving_sum,
+    ),
+    shorthand(
+        "movingMin",
+        "The minimum of a sliding window of past points.\n\n\
+        Shorthand for movingWindow(seriesList, windowSize, 'min').",
+        moving_min,
+    ),
+    shorthand(
+        "movingMax",
+        "The maximum of a sliding window of past points.\n\n\
+        Shorthand for movingWindow(seriesList, windowSize, 'max').",
+        moving_max,
+    ),
+    shorthand(
+        "movingMedian",
+        "The median of a sliding window of past points.\n\n\
+        Shorthand for movingWindow(seriesList, windowSize, 'median').",
+        moving_median,
+    ),
     FunctionDef {
         name: "exponentialMovingAverage",
         group: "Calculate",
@@ -94,27 +114,51 @@ const fn shorthand(
     }
 }
 
-fn moving_average(s: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn moving_average(
+    s: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     window(s, ctx, inv, "average", 2)
 }
 
-fn moving_sum(s: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn moving_sum(
+    s: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     window(s, ctx, inv, "sum", 2)
 }
 
-fn moving_min(s: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn moving_min(
+    s: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     window(s, ctx, inv, "min", 2)
 }
 
-fn moving_max(s: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn moving_max(
+    s: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     window(s, ctx, inv, "max", 2)
 }
 
-fn moving_median(s: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn moving_median(
+    s: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     window(s, ctx, inv, "median", 2)
 }
 
-fn moving_window(s: &mut Session<'_>, ctx: &RequestContext, inv: Invocation<'_>) -> Result<Value, QueryError> {
+fn moving_window(
+    s: &mut Session<'_>,
+    ctx: &RequestContext,
+    inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
     let func = inv.args.str(2).unwrap_or("average").to_string();
     window(s, ctx, inv, &func, 3)
 }
@@ -141,12 +185,18 @@ fn window_size(inv: &Invocation<'_>, value: &Value) -> Result<WindowSize, QueryE
         other => {
             return Err(input_error(
                 inv.name,
-                format!("windowSize must be a number of points or an interval, not {}", other.kind()),
+                format!(
+                    "windowSize must be a number of points or an interval, not {}",
+                    other.kind()
+                ),
             ))
         }
     };
     if points < 0 {
-        return Err(input_error(inv.name, format!("windowSize {points} is negative")));
+        return Err(input_error(
+            inv.name,
+            format!("windowSize {points} is negative"),
+        ));
     }
     Ok(WindowSize::Points(points))
 }
@@ -168,8 +218,12 @@ fn window(
     }
     let size_value = inv.args.get(1).cloned().unwrap_or(Value::None);
     let size = window_size(&inv, &size_value)?;
-    let agg = AggFunc::from_name(func)
-        .ok_or_else(|| input_error(inv.name, format!("Unsupported aggregation function: {func}")))?;
+    let agg = AggFunc::from_name(func).ok_or_else(|| {
+        input_error(
+            inv.name,
+            format!("Unsupported aggregation function: {func}"),
+        )
+    })?;
     let max_step = series.iter().map(|s| s.step).max().unwrap_or(1);
     let preview = match size {
         WindowSize::Seconds(s) => s,
@@ -228,7 +282,10 @@ fn copy_series(s: TimeSeries, name: String, preview: i64, values: Vec<Option<f64
 fn capitalize(s: &str) -> String {
     let mut chars = s.chars();
     match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars.flat_map(char::to_lowercase)).collect(),
+        Some(first) => first
+            .to_uppercase()
+            .chain(chars.flat_map(char::to_lowercase))
+            .collect(),
         None => String::new(),
     }
 }

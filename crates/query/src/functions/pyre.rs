@@ -26,7 +26,13 @@ pub(crate) enum PyReError {
 pub(crate) fn compile(pattern: &str) -> Result<Regex, PyReError> {
     Regex::new(&adapt(pattern)).map_err(|e| PyReError::Pattern {
         pattern: pattern.to_string(),
-        message: e.to_string().lines().last().unwrap_or("").trim().to_string(),
+        message: e
+            .to_string()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .trim()
+            .to_string(),
     })
 }
 
@@ -191,7 +197,7 @@ fn parse_template(template: &str, regex: &Regex) -> Result<Vec<Piece>, PyReError
     let mut text = String::new();
     let chars: Vec<char> = template.chars().collect();
     let mut i = 0;
-    let mut push_group = |pieces: &mut Vec<Piece>, text: &mut String, p: Piece| {
+    let push_group = |pieces: &mut Vec<Piece>, text: &mut String, p: Piece| {
         if !text.is_empty() {
             pieces.push(Piece::Text(std::mem::take(text)));
         }
@@ -302,8 +308,14 @@ mod tests {
         assert_eq!(sub("b*", "-", "abbc"), "-a--c-");
         assert_eq!(sub("", "-", "ab"), "-a-b-");
         assert_eq!(sub("(^.*$)", "\\1 A", "a.b.c"), "a.b.c A");
-        assert_eq!(sub("^a\\.(\\w+)\\.(\\w+)", "\\2-\\g<1>", "a.b.c.d"), "c-b.d");
-        assert_eq!(sub("(?P<host>web\\d+)", "h=\\g<host>$", "x.web01.y"), "x.h=web01$.y");
+        assert_eq!(
+            sub("^a\\.(\\w+)\\.(\\w+)", "\\2-\\g<1>", "a.b.c.d"),
+            "c-b.d"
+        );
+        assert_eq!(
+            sub("(?P<host>web\\d+)", "h=\\g<host>$", "x.web01.y"),
+            "x.h=web01$.y"
+        );
         assert_eq!(sub("(a)|(b)", "[\\2]", "ab"), "[][b]");
         assert_eq!(sub("c", "\\n\\\\", "c"), "\n\\");
         assert_eq!(sub("c", "\\.", "c"), "\\.");

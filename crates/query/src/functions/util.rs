@@ -87,7 +87,7 @@ impl AggFunc {
                 }
                 py_sort_floats(&mut sorted);
                 let mid = sorted.len() / 2;
-                Some(if sorted.len() % 2 == 0 {
+                Some(if sorted.len().is_multiple_of(2) {
                     (sorted[mid - 1] + sorted[mid]) / 2.0
                 } else {
                     sorted[mid]
@@ -247,26 +247,35 @@ fn merge_sort<T: Clone>(items: &mut [T], lt: &dyn Fn(&T, &T) -> bool) {
 /// Python's `'%g' % x`: six significant digits, trailing zeros dropped, exponent
 /// notation (`1e+06`, `1e-05`) outside `1e-4 <= |x| < 1e6`.
 pub(crate) fn format_g(x: f64) -> String {
+    format_g_with(x, 6, false)
+}
+
+/// Python's `'%.{precision}g'` (with `#`: `alternate`, trailing zeros kept).
+pub(crate) fn format_g_with(x: f64, precision: usize, alternate: bool) -> String {
     if x.is_nan() {
         return "nan".to_string();
     }
     if x.is_infinite() {
         return if x > 0.0 { "inf" } else { "-inf" }.to_string();
     }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0" } else { "0" }.to_string();
-    }
-    const P: i32 = 6;
-    let sci = format!("{:.*e}", (P - 1) as usize, x);
+    let p = precision.max(1) as i32;
+    // the decimal exponent after rounding to p significant digits
+    let sci = format!("{:.*e}", (p - 1) as usize, x);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if (-4..P).contains(&exp) {
-        let fixed = format!("{:.*}", (P - 1 - exp) as usize, x);
-        strip_zeros(&fixed).to_string()
+    let exp: i32 = if x == 0.0 { 0 } else { exp.parse().unwrap_or(0) };
+    let strip = |s: &str| -> String {
+        if alternate {
+            s.to_string()
+        } else {
+            strip_zeros(s).to_string()
+        }
+    };
+    if (-4..p).contains(&exp) {
+        strip(&format!("{:.*}", (p - 1 - exp) as usize, x))
     } else {
         format!(
             "{}e{}{:02}",
-            strip_zeros(mantissa),
+            strip(mantissa),
             if exp < 0 { '-' } else { '+' },
             exp.abs()
         )
@@ -292,9 +301,140 @@ pub(crate) fn format_fixed(x: f64, precision: usize) -> String {
     }
 }
 
-/// Python's `'%s' % value` of a number a function received.
-pub(crate) fn format_s(value: &Value) -> String {
-    value.python_str()
+/// Python's `template % value` for one float, as `aliasQuery` formats names:
+/// conversions `d i u e E f F g G s r a` and `%%`, with flags `-+ 0#`, width and
+/// precision. `Err` where Python raises (no conversion, more than one, or one that
+/// does not take a float).
+pub(crate) fn percent_format(template: &str, value: f64) -> Result<String, String> {
+    let chars: Vec<char> = template.chars().collect();
+    let mut out = String::with_capacity(template.len() + 16);
+    let mut used = false;
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] != '%' {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let (mut left, mut plus, mut space, mut zero, mut alternate) = (false, false, false, false, false);
+        while let Some(&c) = chars.get(i) {
+            match c {
+                '-' => left = true,
+                '+' => plus = true,
+                ' ' => space = true,
+                '0' => zero = true,
+                '#' => alternate = true,
+                _ => break,
+            }
+            i += 1;
+        }
+        let mut width = 0usize;
+        while let Some(d) = chars.get(i).and_then(|c| c.to_digit(10)) {
+            width = width.saturating_mul(10).saturating_add(d as usize);
+            i += 1;
+        }
+        let mut precision: Option<usize> = None;
+        if chars.get(i) == Some(&'.') {
+            i += 1;
+            let mut p = 0usize;
+            while let Some(d) = chars.get(i).and_then(|c| c.to_digit(10)) {
+                p = p.saturating_mul(10).saturating_add(d as usize);
+                i += 1;
+            }
+            precision = Some(p);
+        }
+        // length modifiers are read and ignored, as Python does
+        while matches!(chars.get(i), Some('h' | 'l' | 'L')) {
+            i += 1;
+        }
+        let Some(&conv) = chars.get(i) else {
+            return Err("incomplete format".to_string());
+        };
+        i += 1;
+        if conv == '%' {
+            out.push('%');
+            continue;
+        }
+        if used {
+            return Err("not enough arguments for format string".to_string());
+        }
+        used = true;
+        let numeric = !matches!(conv, 's' | 'r' | 'a');
+        let body = match conv {
+            'd' | 'i' | 'u' => {
+                if !value.is_finite() {
+                    return Err(format!("cannot convert float {} to integer", repr(value)));
+                }
+                format!("{:.0}", value.abs().trunc())
+            }
+            'f' | 'F' => {
+                let s = format_fixed(value.abs(), precision.unwrap_or(6));
+                if conv == 'F' { s.to_uppercase() } else { s }
+            }
+            'e' | 'E' => {
+                let s = format_e(value.abs(), precision.unwrap_or(6));
+                if conv == 'E' { s.to_uppercase() } else { s }
+            }
+            'g' | 'G' => {
+                let s = format_g_with(value.abs(), precision.unwrap_or(6), alternate);
+                if conv == 'G' { s.to_uppercase() } else { s }
+            }
+            's' | 'r' | 'a' => {
+                let s = repr(value);
+                match precision {
+                    Some(p) => s.chars().take(p).collect(),
+                    None => s,
+                }
+            }
+            c => return Err(format!("%{c} format: a number is required, not float")),
+        };
+        let negative = match conv {
+            'd' | 'i' | 'u' => value.trunc() < 0.0,
+            _ => value.is_sign_negative() && !value.is_nan(),
+        };
+        let sign = if !numeric {
+            ""
+        } else if negative {
+            "-"
+        } else if plus {
+            "+"
+        } else if space {
+            " "
+        } else {
+            ""
+        };
+        let len = sign.chars().count() + body.chars().count();
+        let fill = width.saturating_sub(len);
+        if left {
+            out.push_str(sign);
+            out.push_str(&body);
+            out.extend(std::iter::repeat_n(' ', fill));
+        } else if zero && numeric && value.is_finite() {
+            out.push_str(sign);
+            out.extend(std::iter::repeat_n('0', fill));
+            out.push_str(&body);
+        } else {
+            out.extend(std::iter::repeat_n(' ', fill));
+            out.push_str(sign);
+            out.push_str(&body);
+        }
+    }
+    if !used {
+        return Err("not all arguments converted during string formatting".to_string());
+    }
+    Ok(out)
+}
+
+/// Python's `'%.{precision}e'`: a signed exponent of at least two digits.
+fn format_e(x: f64, precision: usize) -> String {
+    if !x.is_finite() {
+        return format_fixed(x, precision);
+    }
+    let s = format!("{x:.precision$e}");
+    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
 }
 
 /// graphite's unit systems for `format_units` (glyph.py `UnitSystems`).
@@ -550,6 +690,14 @@ pub(crate) fn percentile(points: &[Option<f64>], n: f64, interpolate: bool) -> R
     Ok(Some(value))
 }
 
+/// Python's `x ** 2` for a float: the C library's `pow(x, 2.0)`, which is not always
+/// `x * x` (glibc's `pow` is accurate to about half an ulp, not correctly rounded).
+/// The exponent is hidden from the optimiser, which would otherwise fold it to a
+/// multiplication.
+pub(crate) fn py_square(x: f64) -> f64 {
+    x.powf(std::hint::black_box(2.0))
+}
+
 /// Python's `round(x, 6)`: correctly rounded to six decimals (half to even on the
 /// exact binary value), as `exponentialMovingAverage` rounds.
 pub(crate) fn round6(x: f64) -> f64 {
@@ -557,6 +705,231 @@ pub(crate) fn round6(x: f64) -> f64 {
         return x;
     }
     format!("{x:.6}").parse().unwrap_or(x)
+}
+
+// ---- Aligning series of different steps, graphite's `series.copy()`, calling a
+// ---- function by name, and Python's `round()` and `'%d'` (used by Combine and
+// ---- Transform)
+
+/// The interval series share once [`normalize`]d: graphite-web's `(start, end, step)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: i64,
+    pub(crate) end: i64,
+    pub(crate) step: i64,
+}
+
+/// graphite-web's `lcm`; `None` for a step that is not positive or a multiple beyond
+/// `i64` (where graphite-web divides by zero or grows without bound).
+pub(crate) fn lcm(a: i64, b: i64) -> Option<i64> {
+    fn gcd(a: i64, b: i64) -> i64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    if a <= 0 || b <= 0 {
+        return None;
+    }
+    if a == b {
+        return Some(a);
+    }
+    let (a, b) = if a < b { (b, a) } else { (a, b) };
+    (a / gcd(a, b)).checked_mul(b)
+}
+
+/// graphite-web's `normalize`: the series are read at the least common multiple of
+/// their steps (each gets `values_per_point = lcm / step`, so they consolidate), from
+/// the earliest start to the latest end, the end trimmed to a whole number of steps
+/// from the start. `None` when there is no series (graphite-web's
+/// `NormalizeEmptyResultError`, after which a function returns no series) or a step
+/// is not positive.
+pub(crate) fn normalize(series: &mut [&mut TimeSeries]) -> Option<Span> {
+    let (first, rest) = series.split_first()?;
+    let mut step = first.step;
+    let (mut start, mut end) = (first.start, first.end);
+    for s in rest {
+        step = lcm(step, s.step)?;
+        start = start.min(s.start);
+        end = end.max(s.end);
+    }
+    if step <= 0 {
+        return None;
+    }
+    for s in series.iter_mut() {
+        s.values_per_point = usize::try_from(step / s.step).unwrap_or(1);
+    }
+    end -= (end - start).rem_euclid(step);
+    Some(Span { start, end, step })
+}
+
+/// [`normalize`] over one list.
+pub(crate) fn normalize_list(series: &mut [TimeSeries]) -> Option<Span> {
+    let mut refs: Vec<&mut TimeSeries> = series.iter_mut().collect();
+    normalize(&mut refs)
+}
+
+/// graphite-web's `formatPathExpressions`: the series' path expressions without
+/// repeats, in order, joined with `,` (what `sumSeries(a.*,b.*)` is named after).
+pub(crate) fn format_path_expressions<'a>(series: impl IntoIterator<Item = &'a TimeSeries>) -> String {
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut out = String::new();
+    for s in series {
+        if seen.insert(s.path_expression.as_str()) {
+            if !out.is_empty() {
+                out.push(',');
+            }
+            out.push_str(&s.path_expression);
+        }
+    }
+    out
+}
+
+/// graphite-web's `series.copy(name=…, values=…)`: a new series with the same
+/// interval, tags, consolidation function and xFilesFactor; the path expression is the
+/// new name, it is read unconsolidated, and drawing options are not carried over.
+pub(crate) fn copy_of(series: &TimeSeries, name: String, values: Vec<Option<f64>>) -> TimeSeries {
+    TimeSeries {
+        path_expression: name.clone(),
+        name,
+        start: series.start,
+        end: series.end,
+        step: series.step,
+        values,
+        tags: series.tags.clone(),
+        consolidation: series.consolidation,
+        x_files_factor: series.x_files_factor,
+        values_per_point: 1,
+        options: crate::series::SeriesOptions::default(),
+    }
+}
+
+/// Calls the function registered as `name` with `args` as positional arguments, as
+/// graphite-web's `groupByNodes`, `groupByTags` and `reduceSeries` call
+/// `SeriesFunctions[name](requestContext, …)`. A function that evaluates its raw
+/// arguments again (`timeShift`) finds none and fails.
+pub(crate) fn call_function(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    name: &str,
+    args: Vec<Value>,
+) -> Result<Vec<TimeSeries>, QueryError> {
+    let Some(def) = session.functions().get(name).copied() else {
+        return Err(QueryError::UnknownFunction {
+            name: name.to_string(),
+        });
+    };
+    let bound = {
+        let functions = session.functions();
+        crate::functions::bind(name, def.params, args, Vec::new(), &|n| {
+            functions.is_aggregator(n)
+        })?
+    };
+    let invocation = Invocation {
+        name,
+        args: bound,
+        raw_args: &[],
+        replacements: None,
+    };
+    match (def.run)(session, ctx, invocation)? {
+        Value::SeriesList(series) => Ok(series),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// graphite-web's `safePow`: `math.pow(a, b)`, or `None` where Python raises
+/// (`ValueError` for a negative base to a fractional power or zero to a negative one,
+/// `OverflowError` for a finite result too large).
+pub(crate) fn py_pow(a: f64, b: f64) -> Option<f64> {
+    let r = a.powf(b);
+    if a.is_finite() && b.is_finite() && !r.is_finite() {
+        // a NaN from finite operands is a domain error; an infinity is one when the base
+        // is zero (division by zero), an overflow otherwise
+        return None;
+    }
+    Some(r)
+}
+
+/// graphite-web's `safeDiv(a, b)`: `None` when either is missing or `b` is zero.
+pub(crate) fn safe_div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// Python's `round(x, ndigits)` of a float: the exact binary value rounded to
+/// `ndigits` decimals (tens, hundreds… when negative), ties to even.
+pub(crate) fn py_round(x: f64, ndigits: i64) -> f64 {
+    // CPython's limits beyond which the answer is x itself, or a zero
+    if !x.is_finite() || x == 0.0 || ndigits > 323 {
+        return x;
+    }
+    if ndigits < -308 {
+        return 0.0 * x;
+    }
+    if ndigits >= 0 {
+        // Rust's fixed-precision formatting is exact, with ties to even, as dtoa's mode 3
+        return format!("{:.*}", ndigits as usize, x).parse().unwrap_or(x);
+    }
+    let k = (-ndigits) as usize;
+    let int_part = x.trunc();
+    let has_fraction = x != int_part;
+    let digits = format!("{:.0}", int_part.abs());
+    let digits = if digits == "0" { String::new() } else { digits };
+    // quotient digits and the k digits below the rounding position
+    let (quotient, below) = if digits.len() > k {
+        digits.split_at(digits.len() - k)
+    } else {
+        ("", digits.as_str())
+    };
+    let below_padded = format!("{below:0>k$}");
+    let half = format!("5{}", "0".repeat(k - 1));
+    let up = match below_padded.as_str().cmp(half.as_str()) {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Equal => {
+            has_fraction || quotient.bytes().last().is_some_and(|d| (d - b'0') % 2 == 1)
+        }
+    };
+    let mut q: Vec<u8> = if quotient.is_empty() { vec![b'0'] } else { quotient.bytes().collect() };
+    if up {
+        let mut i = q.len();
+        loop {
+            if i == 0 {
+                q.insert(0, b'1');
+                break;
+            }
+            i -= 1;
+            if q[i] == b'9' {
+                q[i] = b'0';
+            } else {
+                q[i] += 1;
+                break;
+            }
+        }
+    }
+    let text = format!("{}e{k}", String::from_utf8_lossy(&q));
+    let magnitude: f64 = text.parse().unwrap_or(0.0);
+    if x < 0.0 {
+        -magnitude
+    } else {
+        magnitude
+    }
+}
+
+/// Python's `'%d' % x` of a float: truncated toward zero; `None` where Python raises
+/// (infinity, NaN).
+pub(crate) fn format_d(x: f64) -> Option<String> {
+    if !x.is_finite() {
+        return None;
+    }
+    let t = x.trunc();
+    if t == 0.0 {
+        return Some("0".to_string());
+    }
+    Some(format!("{t:.0}"))
 }
 
 #[cfg(test)]
@@ -610,17 +983,16 @@ mod tests {
         assert_eq!(py_sort_by_keys(items.clone(), &keys, false), vec!["d", "b", "e", "a", "c"]);
         // reverse keeps equal keys in their original order
         assert_eq!(py_sort_by_keys(items, &keys, true), vec!["a", "c", "b", "e", "d"]);
-        // CPython: sorted([3.0, nan, 1.0, 2.0]) == [1.0, 3.0, nan, 2.0]
+        // CPython: sorted([3.0, nan, 1.0, 2.0]) == [3.0, nan, 1.0, 2.0]
         let mut v = [3.0, f64::NAN, 1.0, 2.0];
         py_sort_floats(&mut v);
-        assert_eq!(v[0], 1.0);
-        assert_eq!(v[1], 3.0);
-        assert!(v[2].is_nan());
-        assert_eq!(v[3], 2.0);
-        // CPython: sorted([5.0, 4.0, nan, 1.0]) == [4.0, 5.0, nan, 1.0]
+        assert_eq!((v[0], v[2], v[3]), (3.0, 1.0, 2.0));
+        assert!(v[1].is_nan());
+        // CPython: sorted([5.0, 4.0, nan, 1.0]) == [1.0, 4.0, 5.0, nan]
         let mut v = [5.0, 4.0, f64::NAN, 1.0];
         py_sort_floats(&mut v);
-        assert_eq!((v[0], v[1], v[3]), (4.0, 5.0, 1.0));
+        assert_eq!((v[0], v[1], v[2]), (1.0, 4.0, 5.0));
+        assert!(v[3].is_nan());
         // the merge path agrees with a plain stable sort on ordered keys
         let mut long: Vec<f64> = (0..200).map(|i| ((i * 37) % 101) as f64).collect();
         let mut want = long.clone();
@@ -652,7 +1024,41 @@ mod tests {
             assert_eq!(format_g(x), want, "{x:e}");
         }
         assert_eq!(format_fixed(0.125, 2), "0.12");
+        assert_eq!(format_g_with(1e-7, 3, true), "1.00e-07");
+        assert_eq!(format_g_with(0.0, 3, true), "0.00");
         assert_eq!(format_fixed(f64::NAN, 2), "nan");
+    }
+
+    #[test]
+    fn percent_format_like_python() {
+        // each checked against CPython 3.11's `template % value`
+        let cases: &[(&str, f64, &str)] = &[
+            ("%d Apples", 3.75, "3 Apples"),
+            ("%d Apples", -1234567.5, "-1234567 Apples"),
+            ("%.2f", -1234567.5, "-1234567.50"),
+            ("%5.1f|", 3.75, "  3.8|"),
+            ("%-8s|", 1e-7, "1e-07   |"),
+            ("%+d", 1e-7, "+0"),
+            ("%d", -0.5, "0"),
+            ("%e", -1234567.5, "-1.234568e+06"),
+            ("%g", -1234567.5, "-1.23457e+06"),
+            ("%010.3f", 3.75, "000003.750"),
+            ("%s", 0.0, "0.0"),
+            ("% d", 3.75, " 3"),
+            ("%E", 1e-7, "1.000000E-07"),
+            ("%G", 1e-7, "1E-07"),
+            ("%.0f", -1234567.5, "-1234568"),
+            ("%#.3g", 1e-7, "1.00e-07"),
+            ("%05d", 3.75, "00003"),
+            ("%-05d|", 3.75, "3    |"),
+            ("100%% of %s", 2.0, "100% of 2.0"),
+        ];
+        for &(t, v, want) in cases {
+            assert_eq!(percent_format(t, v).as_deref(), Ok(want), "{t:?} % {v}");
+        }
+        assert!(percent_format("%x", 3.0).is_err());
+        assert!(percent_format("plain", 3.0).is_err());
+        assert!(percent_format("%s %s", 3.0).is_err());
     }
 
     #[test]
@@ -677,5 +1083,80 @@ mod tests {
         assert_eq!(first_path_expression(&f.name).as_deref(), Some("x.y.z"));
         assert_eq!(agg_key(&f, &[Value::Int(0), Value::Int(2)]), "x.z");
         assert_eq!(first_path_expression("constantLine(5)"), None);
+    }
+}
+
+#[cfg(test)]
+mod alignment_tests {
+    use super::*;
+
+    fn series(step: i64, start: i64, n: usize) -> TimeSeries {
+        TimeSeries::new("x", start, start + step * n as i64, step, vec![Some(1.0); n])
+    }
+
+    #[test]
+    fn normalize_like_graphite() {
+        let mut list = vec![series(10, 100, 6), series(15, 90, 4), series(10, 110, 3)];
+        let span = normalize_list(&mut list).unwrap();
+        // lcm(10, 15) = 30; start 90, end max(160, 150, 140) = 160 trimmed to 150
+        assert_eq!(span, Span { start: 90, end: 150, step: 30 });
+        let vpp: Vec<usize> = list.iter().map(|s| s.values_per_point).collect();
+        assert_eq!(vpp, vec![3, 2, 3]);
+        assert_eq!(normalize_list(&mut []), None);
+        assert_eq!(normalize_list(&mut [series(0, 0, 1)]), None);
+        assert_eq!(lcm(4, 6), Some(12));
+        assert_eq!(lcm(60, 60), Some(60));
+        assert_eq!(lcm(i64::MAX, i64::MAX - 1), None);
+    }
+
+    #[test]
+    fn path_expressions_once_each_in_order() {
+        let mut a = series(10, 0, 1);
+        a.path_expression = "a.*".into();
+        let mut b = series(10, 0, 1);
+        b.path_expression = "b".into();
+        assert_eq!(format_path_expressions([&a, &b, &a]), "a.*,b");
+    }
+
+    #[test]
+    fn round_like_python() {
+        // each checked with CPython 3.11's round()
+        let cases: &[(f64, i64, f64)] = &[
+            (0.5, 0, 0.0),
+            (1.5, 0, 2.0),
+            (2.5, 0, 2.0),
+            (0.25, 1, 0.2),
+            (2.675, 2, 2.67),
+            (0.375, 2, 0.38),
+            (15.0, -1, 20.0),
+            (25.0, -1, 20.0),
+            (5.0, -1, 0.0),
+            (5.000001, -1, 10.0),
+            (1234.5678, -2, 1200.0),
+            (-1250.0, -2, -1200.0),
+            (-1350.0, -2, -1400.0),
+            (99999.0, -3, 100000.0),
+            (123.0, -5, 0.0),
+            (1.0000005, 6, 1.000001),
+            (0.1234565, 6, 0.123456),
+        ];
+        for &(x, n, want) in cases {
+            assert_eq!(py_round(x, n).to_bits(), want.to_bits(), "round({x}, {n})");
+        }
+        assert_eq!(py_round(-0.4, 0).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(py_round(-4.0, -1).to_bits(), (-0.0f64).to_bits());
+        assert!(py_round(f64::NAN, 2).is_nan());
+        assert_eq!(py_round(f64::INFINITY, 2), f64::INFINITY);
+        assert_eq!(py_round(1e300, 6), 1e300);
+    }
+
+    #[test]
+    fn percent_d_like_python() {
+        assert_eq!(format_d(2.7).as_deref(), Some("2"));
+        assert_eq!(format_d(-2.7).as_deref(), Some("-2"));
+        assert_eq!(format_d(-0.5).as_deref(), Some("0"));
+        assert_eq!(format_d(1e20).as_deref(), Some("100000000000000000000"));
+        assert_eq!(format_d(f64::INFINITY), None);
+        assert_eq!(format_d(f64::NAN), None);
     }
 }

@@ -6,6 +6,7 @@
 
 use chrono_tz::Tz;
 
+use super::axes::{draw_grid, draw_labels, snap, AxesContext};
 use super::canvas::{Align, Canvas, Path, Rect, Stroke, TextRun};
 use super::color::{parse_color, Rgba};
 use super::error::GraphError;
@@ -183,14 +184,17 @@ pub(crate) fn draw(
             )
         }
     };
-    let time_range = (end_time - start_time) as f64;
+    let time_range = end_time as f64 - start_time as f64;
 
     plot::arrange(&mut prepared, &e.o, second_axis);
     let (left, right) = settle_layout(&mut e, &mut prepared, time_range, second_axis)?;
 
     let graph_width = (e.area.xmax - e.area.xmin - (e.o.line_width + 1.0)).max(1.0);
     let x_scale = graph_width / time_range;
-    let xconf = xaxis::choose(time_range / graph_width, end_time - start_time);
+    let xconf = xaxis::choose(
+        time_range / graph_width,
+        end_time.saturating_sub(start_time),
+    );
     let ctx = AxesContext {
         left: &left,
         right: right.as_ref(),
@@ -490,181 +494,6 @@ fn axis_for(
     build_axis(min, max, &limits, log, e.o.y_unit_system, &e.o.y_divisors)
 }
 
-/// What labels and grid need to know about the axes.
-struct AxesContext<'a> {
-    left: &'a YAxis,
-    right: Option<&'a YAxis>,
-    start_time: i64,
-    end_time: i64,
-    x_scale: f64,
-    xconf: &'static xaxis::XConfig,
-    tz: Tz,
-}
-
-impl AxesContext<'_> {
-    fn x_of(&self, area: &Area, t: i64) -> f64 {
-        area.xmin + (t - self.start_time) as f64 * self.x_scale
-    }
-}
-
-fn draw_labels(e: &mut Engine<'_>, ctx: &AxesContext<'_>) {
-    let size = e.font_size();
-    let fg = e.fg;
-    let a = e.area;
-    if !e.o.hide_y_axis {
-        let sides: Vec<(&YAxis, bool)> = match ctx.right {
-            Some(r) => vec![(ctx.left, false), (r, true)],
-            None => vec![(ctx.left, e.o.y_axis_side == AxisSide::Right)],
-        };
-        for (axis, on_right) in sides {
-            let lw = axis
-                .labels
-                .iter()
-                .map(|(_, t)| e.face().width(t, size))
-                .fold(0.0, f64::max);
-            let (x, align) = match (on_right, ctx.right.is_some()) {
-                (false, _) => (a.xmin - lw * 0.02, Align::Right),
-                (true, true) => (a.xmax + lw * 0.02 + 3.0, Align::Left),
-                (true, false) => (a.xmax + lw * 0.02, Align::Left),
-            };
-            for (value, label) in &axis.labels {
-                if let Some(y) = axis.y_coord(*value, a.ymin, a.ymax) {
-                    e.text(label, x, y.max(0.0), align, VAlign::Middle, size, 0.0, fg);
-                }
-            }
-        }
-    }
-    if !e.o.hide_x_axis {
-        let format =
-            e.o.x_format
-                .clone()
-                .unwrap_or_else(|| ctx.xconf.format.to_string());
-        let y = a.ymax + e.face().metrics(size).ascent;
-        let labels: Vec<(i64, String)> =
-            xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.label, ctx.tz)
-                .into_iter()
-                .filter_map(|t| Some((t, xaxis::label(t, &format, ctx.tz)?)))
-                .collect();
-        // Beyond graphite-web's table (spans of many years) labels would overlap:
-        // keep every n-th so that each has room.
-        let widest = labels
-            .iter()
-            .map(|(_, l)| e.face().width(l, size))
-            .fold(0.0, f64::max);
-        let stride = thinning(labels.len(), a.xmax - a.xmin, widest + 8.0);
-        for (t, label) in labels.iter().step_by(stride) {
-            e.text(
-                label,
-                ctx.x_of(&a, *t),
-                y,
-                Align::Center,
-                VAlign::Top,
-                size,
-                0.0,
-                fg,
-            );
-        }
-    }
-}
-
-/// Every how many of `count` marks to keep so that they are at least `min_gap`
-/// pixels apart over `width` pixels.
-fn thinning(count: usize, width: f64, min_gap: f64) -> usize {
-    if count < 2 || width <= 0.0 {
-        return 1;
-    }
-    let gap = width / count as f64;
-    if gap >= min_gap {
-        1
-    } else {
-        ((min_gap / gap).ceil() as usize).max(1)
-    }
-}
-
-/// Snaps a line position to the middle of a pixel, so thin grid lines stay crisp.
-fn snap(v: f64) -> f64 {
-    (v - 0.5).round() + 0.5
-}
-
-fn draw_grid(e: &mut Engine<'_>, ctx: &AxesContext<'_>) {
-    let a = e.area;
-    if a.xmax <= a.xmin || a.ymax <= a.ymin {
-        return;
-    }
-    let major = parse_color(&e.o.major_grid_color, "majorGridLineColor").map(|c| c.solid());
-    let minor = parse_color(&e.o.minor_grid_color, "minorGridLineColor").map(|c| c.solid());
-    let (Ok(major), Ok(minor)) = (major, minor) else {
-        return;
-    };
-    let rrd = e.o.style == Style::Rrd;
-    // graphite-web's hairline widths; the rrd look uses dotted one-pixel lines.
-    let line = |width: f64| {
-        let mut s = Stroke::solid(if rrd { 1.0 } else { width });
-        if rrd {
-            s.dash = Some(1.0);
-        }
-        s
-    };
-    let hline = |e: &mut Engine<'_>, y: f64, stroke: &Stroke, color: Rgba| {
-        if y >= a.ymin - 0.5 && y <= a.ymax + 0.5 {
-            let y = snap(y);
-            e.canvas
-                .stroke_path(&Path::line(a.xmin, y, a.xmax, y), stroke, color);
-        }
-    };
-    let vline = |e: &mut Engine<'_>, x: f64, stroke: &Stroke, color: Rgba| {
-        let x = snap(x);
-        e.canvas
-            .stroke_path(&Path::line(x, a.ymax, x, a.ymin), stroke, color);
-    };
-
-    // Horizontal: a major line per label of the left axis, minor lines between.
-    let labels: Vec<f64> = ctx.left.labels.iter().map(|(v, _)| *v).collect();
-    let minor_y = e.o.minor_y;
-    let vertical_minor: Vec<i64> =
-        xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.minor, ctx.tz);
-    let vertical_major: Vec<i64> =
-        xaxis::ticks(ctx.start_time, ctx.end_time, ctx.xconf.major, ctx.tz);
-    for (i, value) in labels.iter().enumerate() {
-        if let Some(y) = ctx.left.y_coord(*value, a.ymin, a.ymax) {
-            hline(e, y, &line(0.4), major);
-        }
-        let Some(next) = labels.get(i + 1) else {
-            continue;
-        };
-        let (lower, upper) = if value <= next {
-            (*value, *next)
-        } else {
-            (*next, *value)
-        };
-        let distance = (upper - lower) / f64::from(1 + minor_y);
-        for k in 0..minor_y {
-            let v = lower + f64::from(k + 1) * distance;
-            if let Some(y) = ctx.left.y_coord(v, a.ymin, a.ymax) {
-                hline(e, y, &line(0.3), minor);
-            }
-        }
-    }
-    // Vertical: minor lines, then major lines over them.
-    for (ticks, width, color) in [
-        (&vertical_minor, 0.25, minor),
-        (&vertical_major, 0.33, major),
-    ] {
-        let stride = thinning(ticks.len(), a.xmax - a.xmin, 3.0);
-        for &t in ticks.iter().step_by(stride) {
-            let x = ctx.x_of(&a, t);
-            if x < a.xmax {
-                vline(e, x, &line(width), color);
-            }
-        }
-    }
-    if !e.o.frame {
-        let border = Stroke::solid(0.5);
-        vline(e, a.xmin, &border, major);
-        vline(e, a.xmax, &border, major);
-    }
-}
-
 impl From<&YAxis> for AxisInfo {
     fn from(a: &YAxis) -> AxisInfo {
         AxisInfo {
@@ -673,26 +502,5 @@ impl From<&YAxis> for AxisInfo {
             log_base: a.log_base,
             labels: a.labels.clone(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn marks_are_thinned_to_fit() {
-        assert_eq!(thinning(10, 800.0, 50.0), 1);
-        assert_eq!(thinning(100, 800.0, 50.0), 7);
-        assert_eq!(thinning(5000, 800.0, 3.0), 19);
-        assert_eq!(thinning(1, 10.0, 50.0), 1);
-        assert_eq!(thinning(10, 0.0, 50.0), 1);
-    }
-
-    #[test]
-    fn snapping_centres_lines_on_pixels() {
-        assert_eq!(snap(10.0), 10.5);
-        assert_eq!(snap(10.7), 10.5);
-        assert_eq!(snap(11.2), 11.5);
     }
 }

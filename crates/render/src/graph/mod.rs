@@ -2,11 +2,13 @@
 //! rrdtool look of the GrowthForecast UI. Pure: series and options in, bytes out.
 //!
 //! - [`GraphSeries`] (`series.rs`): one line and the options graphite-web's
-//!   graph-only functions set on it; consolidation to the plot width.
+//!   graph-only functions set on it ([`GraphSeries::from_time_series`] takes them from
+//!   a query result); consolidation to the plot width.
 //! - [`GraphOptions`] (`options.rs`, parsing in `parse.rs`): every graphite-web graph
 //!   parameter, and [`GraphOptions::rrd`], the rrd preset.
-//! - `layout.rs`: the engine (frame, axes, labels, grid) on top of `plot.rs` (lines
-//!   and areas), `legend.rs`, `yaxis.rs` (label steps), `xaxis.rs` (graphite-web's
+//! - `layout.rs`: the engine (frame, titles, consolidation and axes settled
+//!   together) on top of `axes.rs` (labels, grid), `plot.rs` and `trace.rs` (lines and
+//!   areas), `legend.rs`, `yaxis.rs` (label steps), `xaxis.rs` (graphite-web's
 //!   time-axis table) and `units.rs` (K/M/G, Ki/Mi/Gi, Python's `%g`).
 //! - `canvas.rs`: the drawing trait, with two backends that show the same picture:
 //!   `raster.rs` (tiny-skia, PNG) and `svg.rs` (SVG text).
@@ -19,6 +21,7 @@
 //! at local midnight across daylight-saving changes, and spikes beyond the plot are
 //! clipped at the edge instead of bent.
 
+mod axes;
 mod canvas;
 mod color;
 mod error;
@@ -32,6 +35,7 @@ mod polyline;
 mod raster;
 mod series;
 mod svg;
+mod trace;
 mod units;
 mod xaxis;
 mod yaxis;
@@ -45,7 +49,8 @@ pub use options::{
     SideOverrides, Style,
 };
 pub use parse::MAX_SIDE;
-pub use series::{Consolidation, DrawType, GraphSeries};
+pub use series::{DrawType, GraphSeries};
+pub use sumi_query::Consolidation;
 pub use units::{format_units, si_compact, UnitSystem};
 
 /// The image format.
@@ -142,7 +147,7 @@ impl GraphInfo {
     /// The pixel column of a point at epoch second `t` of a series that needed no
     /// consolidation.
     pub fn x_pixel(&self, t: i64) -> Option<f64> {
-        (!self.no_data).then(|| self.x_origin + (t - self.start) as f64 * self.x_scale)
+        (!self.no_data).then_some(self.x_origin + (t as f64 - self.start as f64) * self.x_scale)
     }
 }
 

@@ -6,46 +6,10 @@
 
 use std::str::FromStr;
 
+use sumi_query::series::TimeSeries;
+use sumi_query::Consolidation;
+
 use super::error::GraphError;
-
-/// How several points become one when a graph has fewer pixels than points
-/// (graphite-web's `consolidateBy`; average unless the target says otherwise).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Consolidation {
-    #[default]
-    Average,
-    Sum,
-    Min,
-    Max,
-    First,
-    Last,
-    /// The average with missing points counted as zero.
-    AvgZero,
-}
-
-impl FromStr for Consolidation {
-    type Err = GraphError;
-
-    /// graphite-web's names, with its alias `avg`.
-    fn from_str(s: &str) -> Result<Consolidation, GraphError> {
-        Ok(match s {
-            "average" | "avg" => Consolidation::Average,
-            "sum" => Consolidation::Sum,
-            "min" => Consolidation::Min,
-            "max" => Consolidation::Max,
-            "first" => Consolidation::First,
-            "last" => Consolidation::Last,
-            "avg_zero" => Consolidation::AvgZero,
-            _ => {
-                return Err(GraphError::param(
-                    "consolidateBy",
-                    s,
-                    "expected sum, average, avg, avg_zero, min, max, first or last",
-                ))
-            }
-        })
-    }
-}
 
 /// rrdtool's drawing types as GrowthForecast offers them per graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +54,8 @@ pub struct GraphSeries {
     /// Seconds between values; must be positive.
     pub step: i64,
     pub values: Vec<Option<f64>>,
-    /// How values merge when there are more of them than pixel columns.
+    /// How values merge when there are more of them than pixel columns
+    /// (`consolidateBy`; average unless the target says otherwise).
     pub consolidation: Consolidation,
     /// Fraction of known values a merged point needs (graphite-web's xFilesFactor;
     /// 0 means one known value is enough).
@@ -145,6 +110,31 @@ impl GraphSeries {
             alpha: None,
             draw_as_infinite: false,
             invisible: false,
+        }
+    }
+
+    /// A query result as graphite-web's renderer sees it: its raw values (not the
+    /// `maxDataPoints` view), its consolidation function and xFilesFactor, and the
+    /// options its graph functions set (`color`, `alpha`, `lineWidth`, `dashed`,
+    /// `stacked`, `areaBetween`, `secondYAxis`, `drawAsInfinite`).
+    pub fn from_time_series(ts: &TimeSeries) -> GraphSeries {
+        let o = &ts.options;
+        GraphSeries {
+            name: ts.name.clone(),
+            start: ts.start,
+            step: ts.step,
+            values: ts.values.clone(),
+            consolidation: ts.consolidation,
+            x_files_factor: ts.x_files_factor,
+            color: o.color.clone(),
+            dashed: o.dashed,
+            line_width: o.line_width,
+            stacked: o.stacked,
+            stack: false,
+            second_y_axis: o.second_y_axis,
+            alpha: o.alpha,
+            draw_as_infinite: o.draw_as_infinite,
+            invisible: o.invisible,
         }
     }
 
@@ -270,13 +260,26 @@ mod tests {
     }
 
     #[test]
+    fn from_a_query_result() {
+        let mut ts = TimeSeries::new("a.b", 60, 240, 60, vec![Some(1.0), None, Some(3.0)]);
+        ts.consolidation = Consolidation::Max;
+        ts.options.color = Some("red".into());
+        ts.options.second_y_axis = true;
+        ts.options.dashed = Some(5.0);
+        let g = GraphSeries::from_time_series(&ts);
+        assert_eq!((g.name.as_str(), g.start, g.step), ("a.b", 60, 60));
+        assert_eq!(g.values, ts.values);
+        assert_eq!(g.consolidation, Consolidation::Max);
+        assert_eq!(g.color.as_deref(), Some("red"));
+        assert!(g.second_y_axis && !g.stacked);
+        assert_eq!(g.dashed, Some(5.0));
+        assert_eq!(g.end(), 240);
+    }
+
+    #[test]
     fn names_parse() {
-        assert_eq!(
-            "avg".parse::<Consolidation>().unwrap(),
-            Consolidation::Average
-        );
-        assert!("median".parse::<Consolidation>().is_err());
         assert_eq!("line2".parse::<DrawType>().unwrap(), DrawType::Line2);
+        assert!("line9".parse::<DrawType>().is_err());
         let s = GraphSeries::new("a", 0, 60, vec![]).with_draw(DrawType::Area, true);
         assert!(s.stacked && s.stack);
         assert_eq!(GraphSeries::new("a", 100, 60, vec![None; 3]).end(), 280);

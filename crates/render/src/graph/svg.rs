@@ -200,6 +200,10 @@ impl Canvas for Svg {
             rgb(run.color),
             opacity("fill-opacity", run.color)
         );
+        if text.starts_with(' ') || text.ends_with(' ') || text.contains("  ") {
+            // graphite-web's axis labels end in a space that keeps them off the plot.
+            self.out.push_str(" xml:space=\"preserve\"");
+        }
         if run.bold {
             self.out.push_str(" font-weight=\"bold\"");
         }

@@ -249,31 +249,37 @@ pub(crate) fn ticks(start: i64, end: i64, (unit, step): (Unit, f64), tz: Tz) -> 
     if delta <= 0 {
         return out;
     }
-    let mut t = to_epoch(aligned, tz, &local);
+    let Some(mut t) = to_epoch(aligned, tz, &local) else {
+        return out;
+    };
     if t < start {
-        t += (start - t + delta - 1) / delta * delta;
+        let steps = (start.saturating_sub(t).saturating_add(delta - 1)) / delta;
+        t = t.saturating_add(steps.saturating_mul(delta));
     }
     while t < end && out.len() < MAX_TICKS {
         out.push(t);
-        t += delta;
+        let Some(next) = t.checked_add(delta) else {
+            break;
+        };
+        t = next;
     }
     out
 }
 
 /// Local wall time as epoch seconds: the earlier instant when the clock repeats,
 /// the start's offset when the wall time does not exist.
-fn to_epoch(naive: NaiveDateTime, tz: Tz, reference: &DateTime<Tz>) -> i64 {
+fn to_epoch(naive: NaiveDateTime, tz: Tz, reference: &DateTime<Tz>) -> Option<i64> {
     match tz.from_local_datetime(&naive).earliest() {
-        Some(dt) => dt.timestamp(),
+        Some(dt) => Some(dt.timestamp()),
         None => {
             let offset = reference.naive_local() - reference.naive_utc();
-            (naive - offset).and_utc().timestamp()
+            Some(naive.checked_sub_signed(offset)?.and_utc().timestamp())
         }
     }
 }
 
 fn local_midnight(date: NaiveDate, tz: Tz, reference: &DateTime<Tz>) -> Option<i64> {
-    Some(to_epoch(date.and_hms_opt(0, 0, 0)?, tz, reference))
+    to_epoch(date.and_hms_opt(0, 0, 0)?, tz, reference)
 }
 
 /// `ts` in `tz` formatted with strftime `format`; `None` when the format is invalid or

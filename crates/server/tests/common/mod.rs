@@ -21,7 +21,10 @@ pub struct Sumi {
 
 /// A scratch directory removed at the end of the test.
 pub fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("sumi-test-").tempdir().expect("temp dir")
+    tempfile::Builder::new()
+        .prefix("sumi-test-")
+        .tempdir()
+        .expect("temp dir")
 }
 
 impl Sumi {
@@ -37,7 +40,14 @@ impl Sumi {
             .arg("serve")
             .arg("--data-dir")
             .arg(data_dir)
-            .args(["--carbon", "127.0.0.1:0", "--pickle", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+            .args([
+                "--carbon",
+                "127.0.0.1:0",
+                "--pickle",
+                "127.0.0.1:0",
+                "--http",
+                "127.0.0.1:0",
+            ])
             .arg("--ready-file")
             .arg(&ready)
             .args(extra)
@@ -66,9 +76,16 @@ impl Sumi {
                 break;
             }
             if let Some(status) = sumi.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("sumi exited during startup ({status}):\n{}", sumi.log_text());
+                panic!(
+                    "sumi exited during startup ({status}):\n{}",
+                    sumi.log_text()
+                );
             }
-            assert!(Instant::now() < deadline, "sumi not ready in 60 s:\n{}", sumi.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "sumi not ready in 60 s:\n{}",
+                sumi.log_text()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         sumi
@@ -107,7 +124,10 @@ impl Sumi {
     /// `POST path` with a form body → (status, body).
     pub fn post_form(&self, path: &str, form: &[(&str, &str)]) -> (u16, String) {
         let url = format!("http://{}{}", self.http, path);
-        match ureq::post(&url).timeout(Duration::from_secs(30)).send_form(form) {
+        match ureq::post(&url)
+            .timeout(Duration::from_secs(30))
+            .send_form(form)
+        {
             Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
             Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
             Err(e) => panic!("POST {url}: {e}"),
@@ -136,7 +156,11 @@ impl Sumi {
             if got >= want {
                 return;
             }
-            assert!(Instant::now() < deadline, "{sample} = {got}, want {want}:\n{}", self.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "{sample} = {got}, want {want}:\n{}",
+                self.log_text()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -160,7 +184,11 @@ impl Sumi {
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
                 if let Some(status) = c.try_wait().unwrap() {
-                    assert!(status.success(), "sumi exited with {status}:\n{}", self.log_text());
+                    assert!(
+                        status.success(),
+                        "sumi exited with {status}:\n{}",
+                        self.log_text()
+                    );
                     return;
                 }
                 if Instant::now() > deadline {
@@ -190,8 +218,14 @@ impl Drop for Sumi {
 }
 
 fn unsafe_sigterm(pid: u32) {
-    let status = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
-    assert!(status.map(|s| s.success()).unwrap_or(false), "kill -TERM {pid}");
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status();
+    assert!(
+        status.map(|s| s.success()).unwrap_or(false),
+        "kill -TERM {pid}"
+    );
 }
 
 pub fn parse_metric(body: &str, sample: &str) -> f64 {
