@@ -39,6 +39,11 @@ pub struct BenchArgs {
     /// How many series to check through /render for "time until queryable".
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub sample: u64,
+    /// Latency probes after the load: this many new series timed until find and render
+    /// show them, and this many timed renders of one loaded series and finds of two
+    /// globs over every loaded name (0: none).
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub probes: u64,
     /// No progress bars; a status line on stderr every 10 s instead (for CI and logs).
     #[arg(long)]
     pub no_progress: bool,
@@ -101,6 +106,8 @@ pub struct Plan {
     pub rate: Option<u64>,
     /// Series checked through /render.
     pub sample: u64,
+    /// Repetitions of each latency probe.
+    pub probes: usize,
     /// No progress change for this long ends the run.
     pub stall_timeout: Duration,
     /// Bound of the wait for /health.
@@ -145,6 +152,7 @@ impl Plan {
             connections,
             rate: args.rate,
             sample: args.sample,
+            probes: usize::try_from(args.probes).unwrap_or(0),
             stall_timeout: Duration::from_secs(args.stall_timeout),
             ready_timeout: Duration::from_secs(args.ready_timeout),
             stop_timeout: Duration::from_secs(args.stop_timeout),

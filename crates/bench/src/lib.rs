@@ -23,6 +23,7 @@ pub mod args;
 pub mod error;
 pub mod http;
 pub mod pacer;
+pub mod probe;
 pub mod procfs;
 pub mod progress;
 pub mod prom;

@@ -86,6 +86,8 @@ pub struct Report {
     pub stop_secs: Option<f64>,
     /// Whether it needed SIGKILL.
     pub stop_killed: Option<bool>,
+    /// Latency probes (visibility of new series, one-series render, finds).
+    pub probes: Vec<crate::probe::Timing>,
     /// Temporary directory kept by `--keep`.
     pub kept_dir: Option<String>,
     /// Remarks on how to read the figures.
@@ -214,6 +216,20 @@ impl Report {
         }
         for note in &self.notes {
             let _ = writeln!(out, "\nnote: {note}");
+        }
+        if !self.probes.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n| latency probe | runs | median ms | max ms | answer |"
+            );
+            let _ = writeln!(out, "| --- | --- | --- | --- | --- |");
+            for p in &self.probes {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {:.2} | {:.2} | {} |",
+                    p.what, p.runs, p.median_ms, p.max_ms, p.answer_size
+                );
+            }
         }
         if let Some(dir) = &self.kept_dir {
             let _ = writeln!(out, "\nkept: {dir}");

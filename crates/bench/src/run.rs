@@ -117,8 +117,14 @@ pub fn execute(args: &BenchArgs) -> Result<Report, BenchError> {
         &mut report,
     );
     progress.finish();
-    if let Err(e) = measured {
-        report.error = Some(e.to_string());
+    match measured {
+        Ok(()) if plan.probes > 0 => {
+            if let Err(e) = run_probes(&plan, &target, &mut report) {
+                report.notes.push(format!("latency probes: {e}"));
+            }
+        }
+        Ok(()) => {}
+        Err(e) => report.error = Some(e.to_string()),
     }
     if let Err(e) = stop_server(&plan, &mut target, &mut report) {
         report.notes.push(format!("stopping the server: {e}"));
@@ -130,6 +136,33 @@ pub fn execute(args: &BenchArgs) -> Result<Report, BenchError> {
         ));
     }
     Ok(report)
+}
+
+/// The latency probes of [`crate::probe`], once the load is stored and queryable.
+fn run_probes(plan: &Plan, target: &Target, report: &mut Report) -> Result<(), BenchError> {
+    let w = &plan.workload;
+    let n = plan.probes;
+    report.probes.push(crate::probe::visibility(
+        &target.carbon,
+        &target.http,
+        &w.prefix,
+        n,
+    )?);
+    if let Some(name) = w.sample_names(1, &host_metrics()).first() {
+        report
+            .probes
+            .push(crate::probe::render_one(&target.http, w, name, n)?);
+    }
+    let prefix = &w.prefix;
+    for glob in [
+        format!("{prefix}.host0001*.cpu.*"),
+        format!("{prefix}.*.cpu.user"),
+    ] {
+        report
+            .probes
+            .push(crate::probe::find(&target.http, &glob, n)?);
+    }
+    Ok(())
 }
 
 /// Refuses a payload that would not fit in the memory available (it is generated up

@@ -9,19 +9,25 @@
 //! - [`ops`]: `/metrics` in Prometheus text format (without `query`) and `/health`.
 //! - [`params`]: request parameters merged as Django merges them.
 //! - [`source`]: the store seen through the query crate's `SeriesSource` seam.
+//! - [`growthforecast`]: GrowthForecast's HTTP API (`/api/...`, `/json/...`, `/graph/...`,
+//!   `/xport/...`), its metadata in SQLite, and graph images (also `/render?format=png`).
+//! - [`ui`]: the web UI (GrowthForecast's pages and a metric browser), assets embedded.
 //!
 //! Handlers parse parameters and hand the work to blocking threads (evaluation reads
 //! the store through mmap and may take a while); errors a client caused are 400s with
 //! a message saying what was wrong, never a 500.
 
 pub mod functions_api;
+pub mod growthforecast;
 pub mod ingest_api;
 pub mod metrics_api;
 pub mod ops;
 pub mod params;
 pub mod render;
 pub mod source;
+pub mod ui;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -37,17 +43,21 @@ use sumi_query::Registry;
 use sumi_store::Store;
 
 use crate::params::Params;
-use crate::source::StoreSource;
+use crate::source::{QueryLimits, StoreSource};
 
 /// What every handler shares.
 pub struct AppState {
     pub store: Arc<Store>,
     pub source: StoreSource,
+    /// What one `/render` request may read (default: [`QueryLimits::default`]).
+    pub limits: QueryLimits,
     pub ingest: Arc<IngestStats>,
     pub functions: Registry,
     /// graphite-web's `TIME_ZONE`: the zone of requests without `tz`.
     pub default_tz: Tz,
     pub started: Instant,
+    /// GrowthForecast's metadata database and post writer.
+    pub gf: growthforecast::Gf,
 }
 
 /// A configuration error of the HTTP stage.
@@ -55,18 +65,29 @@ pub struct AppState {
 pub enum HttpConfigError {
     #[error("unknown time zone {0:?} (expected a tz database name such as UTC or Europe/Berlin)")]
     TimeZone(String),
+    #[error(transparent)]
+    GrowthForecast(#[from] growthforecast::GfStartError),
 }
 
 impl AppState {
+    /// The shared state. GrowthForecast's database lives in `data_dir`; `gf_series`
+    /// is the registry whose aggregation override the store was opened with (see
+    /// [`growthforecast::SeriesRegistry`]).
     pub fn new(
         store: Arc<Store>,
         ingest: Arc<IngestStats>,
         default_tz: &str,
+        data_dir: &Path,
+        gf_series: growthforecast::SeriesRegistry,
     ) -> Result<AppState, HttpConfigError> {
         let tz = sumi_query::attime::lookup_timezone(default_tz)
             .ok_or_else(|| HttpConfigError::TimeZone(default_tz.to_string()))?;
+        let sink: Arc<dyn sumi_ingest::Sink> = store.clone();
+        let gf = growthforecast::Gf::open(data_dir, sink, gf_series)?;
         Ok(AppState {
+            gf,
             source: StoreSource::new(store.clone()),
+            limits: QueryLimits::default(),
             store,
             ingest,
             functions: Registry::standard(),
@@ -102,6 +123,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/version", any(functions_api::version))
         .route("/version/", any(functions_api::version))
         .route("/health", get(ops::health))
+        .merge(growthforecast::routes())
+        .merge(ui::routes())
         .with_state(state)
 }
 

@@ -6,18 +6,41 @@
 //! (`rawData` and `pickle` are the legacy spellings), `jsonp`, `pretty`,
 //! `maxDataPoints` (digits only, otherwise ignored), `noNullPoints`, `xFilesFactor`,
 //! `template[name]=value`.
+//!
+//! Each request reads through its own [`StoreSource`] with the configured
+//! [`QueryLimits`](crate::source::QueryLimits); a request over them is answered 422
+//! with a message naming the limit, the amount asked for and how to narrow it.
+//!
+//! `format=json` is streamed: the answer's series are built, written and dropped a
+//! chunk at a time ([`render_json_chunks`]) on the blocking thread that evaluated
+//! them, and each chunk waits in a small channel until the connection takes it, so a
+//! big answer is held once (compactly) rather than as series plus a body, and a slow
+//! client slows the writer down instead of growing a buffer. An answer that fits in
+//! one chunk is sent whole, with a `Content-Length`.
 
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, Method};
-use axum::response::Response;
-use sumi_query::{resolve_range, Evaluator, RequestContext};
-use sumi_render::{render_csv, render_json, render_raw, JsonOptions};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use sumi_query::source::SourceError;
+use sumi_query::{resolve_range, Evaluator, QueryError, RequestContext};
+use sumi_render::series_json::{json_content_type, render_json_chunks};
+use sumi_render::{render_csv, render_raw, JsonOptions};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::params::Params;
+use crate::source::StoreSource;
 use crate::{bad_request, rendered, request_params, request_tz, server_error, unix_now, AppState};
+
+/// Bytes of JSON written before a chunk is handed to the connection.
+const CHUNK_BYTES: usize = 256 * 1024;
+/// Chunks waiting for the connection before the writer blocks.
+const CHUNKS_IN_FLIGHT: usize = 4;
 
 pub async fn handle(
     State(state): State<Arc<AppState>>,
@@ -27,9 +50,15 @@ pub async fn handle(
     body: Bytes,
 ) -> Response {
     let params = request_params(&method, &headers, query.as_deref(), &body);
-    match tokio::task::spawn_blocking(move || render(&state, &params)).await {
+    // the blocking thread answers with the response head, then keeps writing the body
+    let (reply, answer) = oneshot::channel();
+    let task = tokio::task::spawn_blocking(move || render(&state, &params, reply));
+    match answer.await {
         Ok(resp) => resp,
-        Err(e) => server_error(format!("render failed: {e}")),
+        Err(_) => match task.await {
+            Err(e) => server_error(format!("render failed: {e}")),
+            Ok(()) => server_error("render ended without an answer"),
+        },
     }
 }
 
@@ -48,7 +77,82 @@ fn format_of(params: &Params) -> &str {
     "png"
 }
 
-fn render(state: &AppState, params: &Params) -> Response {
+fn render(state: &AppState, params: &Params, reply: oneshot::Sender<Response>) {
+    match evaluate_and_render(state, params) {
+        Rendering::Done(resp) => {
+            let _ = reply.send(resp);
+        }
+        Rendering::Json {
+            chunks,
+            content_type,
+        } => stream_json(chunks, content_type, reply),
+    }
+}
+
+/// A response, or a JSON document still to be written.
+enum Rendering {
+    Done(Response),
+    Json {
+        chunks: sumi_render::series_json::JsonChunks<sumi_query::series::AnswerSeries>,
+        content_type: &'static str,
+    },
+}
+
+/// Sends the chunks: whole when there is only one, otherwise as a stream that stops
+/// (dropping the rest of the answer) when the client goes away.
+fn stream_json(
+    mut chunks: impl Iterator<Item = Vec<u8>>,
+    content_type: &'static str,
+    reply: oneshot::Sender<Response>,
+) {
+    let first = chunks.next().unwrap_or_default();
+    let Some(second) = chunks.next() else {
+        let _ = reply.send(
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, content_type)],
+                first,
+            )
+                .into_response(),
+        );
+        return;
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(CHUNKS_IN_FLIGHT);
+    let body = Body::from_stream(ChunkStream(rx));
+    let resp = (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response();
+    if reply.send(resp).is_err() {
+        return;
+    }
+    for chunk in [first, second].into_iter().chain(chunks) {
+        if tx.blocking_send(Bytes::from(chunk)).is_err() {
+            return;
+        }
+    }
+}
+
+/// A response body fed by a channel.
+struct ChunkStream(mpsc::Receiver<Bytes>);
+
+impl futures_core::Stream for ChunkStream {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx).map(|chunk| chunk.map(Ok))
+    }
+}
+
+/// 422 for a request over the query limits: the client can narrow it.
+fn too_large(msg: impl std::fmt::Display) -> Response {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{msg}\n"),
+    )
+        .into_response()
+}
+
+fn evaluate_and_render(state: &AppState, params: &Params) -> Rendering {
+    let done = Rendering::Done;
     let mut targets = params.get_all("target");
     if targets.is_empty() {
         targets = params.get_all("target[]");
@@ -62,13 +166,16 @@ fn render(state: &AppState, params: &Params) -> Response {
         unix_now(),
     ) {
         Ok(r) => r,
-        Err(e) => return bad_request(e),
+        Err(e) => return done(bad_request(e)),
     };
     let format = format_of(params);
-    if !matches!(format, "json" | "csv" | "raw" | "pickle" | "msgpack") {
-        return bad_request(format_args!(
-            "format={format} is not supported by this server yet (use json, csv, raw, pickle or msgpack)"
-        ));
+    if !matches!(
+        format,
+        "json" | "csv" | "raw" | "pickle" | "msgpack" | "png" | "svg"
+    ) {
+        return done(bad_request(format_args!(
+            "format={format} is not supported (use json, csv, raw, pickle, msgpack, png or svg)"
+        )));
     }
     let mut ctx = RequestContext::new(range, tz);
     ctx.max_data_points = params
@@ -79,9 +186,9 @@ fn render(state: &AppState, params: &Params) -> Response {
         match x.trim().parse::<f64>() {
             Ok(x) if (0.0..=1.0).contains(&x) => ctx.x_files_factor = x,
             _ => {
-                return bad_request(format_args!(
+                return done(bad_request(format_args!(
                     "xFilesFactor={x:?} is not a number between 0 and 1"
-                ))
+                )))
             }
         }
     }
@@ -97,26 +204,38 @@ fn render(state: &AppState, params: &Params) -> Response {
         })
         .collect();
 
-    let evaluator = Evaluator::new(&state.source, &state.functions);
-    let series = match evaluator.evaluate_targets(&ctx, &targets) {
-        Ok(s) => s,
-        Err(e) if e.is_input_error() => return bad_request(e),
-        Err(e) => return server_error(e),
+    let source = StoreSource::with_limits(state.store.clone(), state.limits);
+    let evaluator = Evaluator::new(&source, &state.functions);
+    let answer = match evaluator.evaluate(&ctx, &targets) {
+        Ok(a) => a,
+        Err(QueryError::Source(SourceError::TooLarge(msg))) => return done(too_large(msg)),
+        Err(e) if e.is_input_error() => return done(bad_request(e)),
+        Err(e) => return done(server_error(e)),
     };
+    if format == "json" {
+        let opts = JsonOptions {
+            max_data_points: ctx.max_data_points,
+            no_null_points: params.contains("noNullPoints"),
+            pretty: params.get("pretty").is_some_and(|p| !p.is_empty()),
+            jsonp: params.get("jsonp").map(str::to_string),
+        };
+        return Rendering::Json {
+            content_type: json_content_type(&opts),
+            chunks: render_json_chunks(answer, &opts, CHUNK_BYTES),
+        };
+    }
+    let series = answer.into_vec();
+    if matches!(format, "png" | "svg") {
+        let svg = format == "svg";
+        let image =
+            crate::growthforecast::render_image(&series, params, tz, ctx.from, ctx.until, svg);
+        return done(image);
+    }
     let out = match format {
-        "json" => render_json(
-            &series,
-            &JsonOptions {
-                max_data_points: ctx.max_data_points,
-                no_null_points: params.contains("noNullPoints"),
-                pretty: params.get("pretty").is_some_and(|p| !p.is_empty()),
-                jsonp: params.get("jsonp").map(str::to_string),
-            },
-        ),
         "csv" => render_csv(&series, tz),
         "pickle" => sumi_render::render_pickle(&series),
         "msgpack" => sumi_render::render_msgpack(&series),
         _ => render_raw(&series),
     };
-    rendered(out)
+    done(rendered(out))
 }

@@ -1,19 +1,90 @@
-//! The store seen through the query crate's [`SeriesSource`] seam.
+//! The store seen through the query crate's [`SeriesSource`] seam, and what one
+//! request may read through it.
+//!
+//! A render's cost grows with series × slots, and a glob over a million names at a
+//! fine step can ask for more points than the machine has memory. So each request
+//! gets its own [`StoreSource`] with a budget ([`QueryLimits`]) that every fetch of the
+//! request (the targets, and functions that fetch again over other intervals) draws
+//! from. The check comes before any data is read: the series count is known from the
+//! names, the point count from the store's plan (whisper's window per series), so a
+//! refused request costs a `find` and a plan, not a read.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use sumi_model::glob::PathPattern;
-use sumi_query::source::{FetchedSeries, FindNode, SeriesSource, SourceError};
+use sumi_query::source::{FetchedRef, FetchedSeries, FindNode, SeriesSource, SourceError};
 use sumi_store::Store;
 
-/// [`SeriesSource`] over the embedded store.
+/// What one request may read. See `crates/server/src/config.rs` for how the defaults
+/// were chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryLimits {
+    /// Values (slots) over all fetched series: `[http] max_points_per_query`.
+    pub max_points: u64,
+    /// Series fetched: `[http] max_series_per_query`.
+    pub max_series: u64,
+}
+
+impl QueryLimits {
+    /// Default of `max_points`: a request at the limit holds about 160 MB as plain
+    /// paths (8 bytes and a bit a value) and about 320 MB of values when a function
+    /// needs them as series; the 1M-series × 10-point benchmark query is 10 M.
+    pub const DEFAULT_MAX_POINTS: u64 = 20_000_000;
+    /// Default of `max_series`: a series costs a few hundred bytes before its values,
+    /// so 2 M series are several hundred MB when a function holds them all.
+    pub const DEFAULT_MAX_SERIES: u64 = 2_000_000;
+
+    /// No limit at all.
+    pub const UNLIMITED: QueryLimits = QueryLimits {
+        max_points: u64::MAX,
+        max_series: u64::MAX,
+    };
+}
+
+impl Default for QueryLimits {
+    fn default() -> QueryLimits {
+        QueryLimits {
+            max_points: QueryLimits::DEFAULT_MAX_POINTS,
+            max_series: QueryLimits::DEFAULT_MAX_SERIES,
+        }
+    }
+}
+
+/// [`SeriesSource`] over the embedded store, with a budget for one request.
 pub struct StoreSource {
     store: Arc<Store>,
+    limits: QueryLimits,
+    /// Series and points fetched so far through this source.
+    series: AtomicU64,
+    points: AtomicU64,
 }
 
 impl StoreSource {
+    /// A source without limits.
     pub fn new(store: Arc<Store>) -> StoreSource {
-        StoreSource { store }
+        StoreSource::with_limits(store, QueryLimits::UNLIMITED)
+    }
+
+    /// A source for one request: its fetches together may read at most `limits`.
+    pub fn with_limits(store: Arc<Store>, limits: QueryLimits) -> StoreSource {
+        StoreSource {
+            store,
+            limits,
+            series: AtomicU64::new(0),
+            points: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes `n` from `counter` when the total stays within `max`; otherwise the total
+    /// it would have reached.
+    fn draw(counter: &AtomicU64, n: u64, max: u64) -> Result<(), u64> {
+        counter
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(n).filter(|&t| t <= max)
+            })
+            .map(|_| ())
+            .map_err(|used| used.saturating_add(n))
     }
 }
 
@@ -38,20 +109,59 @@ impl SeriesSource for StoreSource {
         now: i64,
     ) -> Result<Vec<FetchedSeries>, SourceError> {
         let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-        Ok(self
-            .store
-            .fetch_many(&refs, from, until, now)
-            .into_iter()
-            .zip(paths)
-            .filter_map(|(f, path)| {
-                f.map(|f| FetchedSeries {
+        let mut out: Vec<Option<FetchedSeries>> = vec![None; paths.len()];
+        self.fetch_each(&refs, from, until, now, &mut |i, f| {
+            if let (Some(slot), Some(path)) = (out.get_mut(i), paths.get(i)) {
+                *slot = Some(FetchedSeries {
                     path: path.clone(),
                     start: f.start,
                     end: f.end,
                     step: f.step,
+                    values: f.values.to_vec(),
+                });
+            }
+        })?;
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    fn fetch_each(
+        &self,
+        paths: &[&str],
+        from: i64,
+        until: i64,
+        now: i64,
+        each: &mut dyn FnMut(usize, FetchedRef<'_>),
+    ) -> Result<(), SourceError> {
+        let max_series = self.limits.max_series;
+        StoreSource::draw(&self.series, paths.len() as u64, max_series).map_err(|total| {
+            SourceError::TooLarge(format!(
+                "the targets match {total} series, more than the {max_series} one request \
+                 may read (http.max_series_per_query); use narrower path globs or fewer \
+                 targets"
+            ))
+        })?;
+        let plan = self.store.plan_fetch(paths, from, until, now);
+        let max_points = self.limits.max_points;
+        StoreSource::draw(&self.points, plan.points(), max_points).map_err(|total| {
+            SourceError::TooLarge(format!(
+                "the targets would read {total} points ({} series from {from} to {until}), \
+                 more than the {max_points} one request may read \
+                 (http.max_points_per_query); ask for a shorter time range (from/until) or \
+                 fewer series (narrower path globs)",
+                plan.series()
+            ))
+        })?;
+        self.store.read_plan(&plan, |i, f| {
+            each(
+                i,
+                FetchedRef {
+                    start: f.start,
+                    end: f.end,
+                    step: f.step,
                     values: f.values,
-                })
-            })
-            .collect())
+                },
+            )
+        });
+        Ok(())
     }
 }

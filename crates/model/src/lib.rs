@@ -20,5 +20,6 @@ pub use agg::AggMethod;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use point::{Batch, Point};
 pub use schema::{
-    Archive, Retention, SeriesConfig, SeriesRules, StorageAggregation, StorageSchemas,
+    AggregationOverride, Archive, Retention, SeriesConfig, SeriesRules, StorageAggregation,
+    StorageSchemas,
 };

@@ -358,10 +358,26 @@ impl StorageSchemas {
     }
 }
 
+/// Decides `(method, xff)` of some new series by something other than their name's
+/// pattern; `None` leaves a series to the rules. The GrowthForecast API uses it: a
+/// graph posted every few minutes has one point in several finest slots, and the
+/// default xFilesFactor of 0.5 would make every rollup of it unknown.
+pub type AggregationOverride = Arc<dyn Fn(&str) -> Option<(AggMethod, f32)> + Send + Sync>;
+
 /// The rules of storage-aggregation.conf.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StorageAggregation {
     rules: Vec<(String, Regex, Option<f32>, Option<AggMethod>)>,
+    overrides: Option<AggregationOverride>,
+}
+
+impl fmt::Debug for StorageAggregation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageAggregation")
+            .field("rules", &self.rules)
+            .field("overrides", &self.overrides.is_some())
+            .finish()
+    }
 }
 
 impl StorageAggregation {
@@ -415,11 +431,23 @@ impl StorageAggregation {
             let regex = compile_pattern(file, &section, pattern)?;
             rules.push((section.name.clone(), regex, xff, method));
         }
-        Ok(StorageAggregation { rules })
+        Ok(StorageAggregation {
+            rules,
+            overrides: None,
+        })
+    }
+
+    /// The same rules, with `hook` consulted first for every new series.
+    pub fn with_override(mut self, hook: AggregationOverride) -> StorageAggregation {
+        self.overrides = Some(hook);
+        self
     }
 
     /// `(method, xff)` of a new series.
     pub fn rule_for(&self, name: &str) -> (AggMethod, f32) {
+        if let Some(rule) = self.overrides.as_ref().and_then(|hook| hook(name)) {
+            return rule;
+        }
         match self.rules.iter().find(|(_, re, _, _)| re.is_match(name)) {
             Some((_, _, xff, method)) => (
                 method.unwrap_or(Self::DEFAULT_METHOD),
@@ -569,5 +597,15 @@ retentions = 60s:1d,5m:30d,1h:3y
             "[x]\npattern = x\naggregationMethod = mean\n"
         )
         .is_err());
+    }
+
+    #[test]
+    fn override_comes_before_the_patterns() {
+        let agg = StorageAggregation::builtin().with_override(Arc::new(|name: &str| {
+            (name == "gf.section.count").then_some((AggMethod::Average, 0.0))
+        }));
+        assert_eq!(agg.rule_for("gf.section.count"), (AggMethod::Average, 0.0));
+        assert_eq!(agg.rule_for("other.count"), (AggMethod::Sum, 0.0));
+        assert_eq!(agg.rule_for("other.gauge"), (AggMethod::Average, 0.5));
     }
 }

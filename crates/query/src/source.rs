@@ -24,6 +24,17 @@ pub struct FetchedSeries {
     pub values: Vec<Option<f64>>,
 }
 
+/// One answer of [`SeriesSource::fetch_each`], borrowed from the source for the
+/// duration of the callback: the same fields as [`FetchedSeries`] without the path
+/// (the callback gets its index) and without owning anything.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FetchedRef<'a> {
+    pub start: i64,
+    pub end: i64,
+    pub step: i64,
+    pub values: &'a [Option<f64>],
+}
+
 /// Why a source could not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -54,4 +65,40 @@ pub trait SeriesSource: Send + Sync {
         until: i64,
         now: i64,
     ) -> Result<Vec<FetchedSeries>, SourceError>;
+
+    /// [`fetch`](Self::fetch) without collecting: each answer is handed to `each`
+    /// with the index of its path in `paths`, in any order, and may be dropped when
+    /// `each` returns, so that a source reading a million series allocates nothing per
+    /// series and the caller keeps the values in whatever form it likes. A path may
+    /// be answered more than once (several finders) or not at all. The default
+    /// collects [`fetch`](Self::fetch); sources that can stream override it.
+    fn fetch_each(
+        &self,
+        paths: &[&str],
+        from: i64,
+        until: i64,
+        now: i64,
+        each: &mut dyn FnMut(usize, FetchedRef<'_>),
+    ) -> Result<(), SourceError> {
+        let owned: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+        let mut index: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::with_capacity(paths.len());
+        for (i, p) in paths.iter().enumerate() {
+            index.entry(p).or_insert(i);
+        }
+        for f in self.fetch(&owned, from, until, now)? {
+            if let Some(&i) = index.get(f.path.as_str()) {
+                each(
+                    i,
+                    FetchedRef {
+                        start: f.start,
+                        end: f.end,
+                        step: f.step,
+                        values: &f.values,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
 }

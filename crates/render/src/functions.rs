@@ -59,7 +59,10 @@ pub fn function_list(registry: &Registry, opts: &FunctionListOptions) -> Rendere
             if opts.grouped {
                 match out.iter_mut().find(|(g, _)| g == def.group) {
                     Some((_, J::Obj(members))) => members.push((def.name.to_string(), info)),
-                    _ => out.push((def.group.to_string(), J::Obj(vec![(def.name.to_string(), info)]))),
+                    _ => out.push((
+                        def.group.to_string(),
+                        J::Obj(vec![(def.name.to_string(), info)]),
+                    )),
                 }
             } else {
                 out.push((def.name.to_string(), info));
@@ -71,7 +74,11 @@ pub fn function_list(registry: &Registry, opts: &FunctionListOptions) -> Rendere
 
 /// The body of `/functions/<name>`, or `None` when there is no such function
 /// (graphite-web answers 404 with [`not_found`]).
-pub fn function_details(registry: &Registry, name: &str, opts: &FunctionListOptions) -> Option<Rendered> {
+pub fn function_details(
+    registry: &Registry,
+    name: &str,
+    opts: &FunctionListOptions,
+) -> Option<Rendered> {
     if opts.pie {
         return None;
     }
@@ -81,7 +88,10 @@ pub fn function_details(registry: &Registry, name: &str, opts: &FunctionListOpti
 
 /// graphite-web's error body for an unknown function.
 pub fn not_found(name: &str, opts: &FunctionListOptions) -> Rendered {
-    let body = J::Obj(vec![("error".to_string(), J::Str(format!("Function not found: {name}")))]);
+    let body = J::Obj(vec![(
+        "error".to_string(),
+        J::Str(format!("Function not found: {name}")),
+    )]);
     write(&body, opts)
 }
 
@@ -90,10 +100,19 @@ fn info(registry: &Registry, def: &FunctionDef) -> J {
     J::Obj(vec![
         ("name".to_string(), J::Str(def.name.to_string())),
         ("function".to_string(), J::Str(signature(def))),
-        ("description".to_string(), J::Str(def.description.to_string())),
-        ("module".to_string(), J::Str("graphite.render.functions".to_string())),
+        (
+            "description".to_string(),
+            J::Str(def.description.to_string()),
+        ),
+        (
+            "module".to_string(),
+            J::Str("graphite.render.functions".to_string()),
+        ),
         ("group".to_string(), J::Str(def.group.to_string())),
-        ("params".to_string(), J::Arr(def.params.iter().map(|p| param(registry, p)).collect())),
+        (
+            "params".to_string(),
+            J::Arr(def.params.iter().map(|p| param(registry, p)).collect()),
+        ),
     ])
 }
 
@@ -152,7 +171,10 @@ fn param(registry: &Registry, p: &Param) -> J {
     }
     let options = options(registry, p);
     if !options.is_empty() {
-        fields.push(("options".to_string(), J::Arr(options.into_iter().map(J::Str).collect())));
+        fields.push((
+            "options".to_string(),
+            J::Arr(options.into_iter().map(J::Str).collect()),
+        ));
     }
     if !p.suggestions.is_empty() {
         fields.push((
@@ -171,7 +193,12 @@ fn options(registry: &Registry, p: &Param) -> Vec<String> {
         ParamType::AggFunc => all.extend(AGG_FUNCS.iter().map(|s| s.to_string())),
         ParamType::AggOrSeriesFunc => {
             all.extend(AGG_FUNCS.iter().map(|s| s.to_string()));
-            all.extend(registry.iter().filter(|f| f.aggregator).map(|f| f.name.to_string()));
+            all.extend(
+                registry
+                    .iter()
+                    .filter(|f| f.aggregator)
+                    .map(|f| f.name.to_string()),
+            );
         }
         _ => {}
     }
@@ -183,7 +210,12 @@ fn options(registry: &Registry, p: &Param) -> Vec<String> {
 fn write(value: &J, opts: &FunctionListOptions) -> Rendered {
     let mut w = JsonWriter::new(opts.pretty.then_some(2), true);
     emit(&mut w, value, opts.pretty);
-    crate::wrap_json(w.finish(), opts.jsonp.as_deref(), "application/json", "text/javascript")
+    crate::wrap_json(
+        w.finish(),
+        opts.jsonp.as_deref(),
+        "application/json",
+        "text/javascript",
+    )
 }
 
 fn emit(w: &mut JsonWriter, value: &J, sort: bool) {
@@ -273,7 +305,9 @@ mod tests {
                             *i += 1;
                             return Value::Obj(fields);
                         }
-                        let Value::Str(k) = value(c, i) else { panic!("key") };
+                        let Value::Str(k) = value(c, i) else {
+                            panic!("key")
+                        };
                         skip(c, i);
                         assert_eq!(c[*i], ':');
                         *i += 1;
@@ -310,7 +344,10 @@ mod tests {
                                 'n' => s.push('\n'),
                                 'u' => {
                                     let hex: String = c[*i + 1..*i + 5].iter().collect();
-                                    s.push(char::from_u32(u32::from_str_radix(&hex, 16).unwrap()).unwrap_or('?'));
+                                    s.push(
+                                        char::from_u32(u32::from_str_radix(&hex, 16).unwrap())
+                                            .unwrap_or('?'),
+                                    );
                                     *i += 4;
                                 }
                                 other => s.push(other),
@@ -352,25 +389,47 @@ mod tests {
     #[test]
     fn every_function_in_graphite_shape() {
         let doc = list(&FunctionListOptions::default());
-        let V::Obj(functions) = &doc else { panic!("not an object") };
+        let V::Obj(functions) = &doc else {
+            panic!("not an object")
+        };
         assert!(functions.len() >= 80, "{} functions", functions.len());
         for (name, info) in functions {
             let keys: Vec<&str> = match info {
                 V::Obj(f) => f.iter().map(|(k, _)| k.as_str()).collect(),
                 _ => panic!("{name}: not an object"),
             };
-            assert_eq!(keys, ["name", "function", "description", "module", "group", "params"], "{name}");
+            assert_eq!(
+                keys,
+                [
+                    "name",
+                    "function",
+                    "description",
+                    "module",
+                    "group",
+                    "params"
+                ],
+                "{name}"
+            );
             assert_eq!(info.get("name"), Some(&V::Str(name.clone())));
-            let V::Str(description) = info.get("description").unwrap() else { panic!() };
-            assert!(!description.is_empty() && !description.starts_with(' '), "{name}");
+            let V::Str(description) = info.get("description").unwrap() else {
+                panic!()
+            };
+            assert!(
+                !description.is_empty() && !description.starts_with(' '),
+                "{name}"
+            );
         }
         let ma = doc.get("movingAverage").unwrap();
         assert_eq!(
             ma.get("function"),
-            Some(&V::Str("movingAverage(seriesList, windowSize, xFilesFactor=None)".into()))
+            Some(&V::Str(
+                "movingAverage(seriesList, windowSize, xFilesFactor=None)".into()
+            ))
         );
         assert_eq!(ma.get("group"), Some(&V::Str("Calculate".into())));
-        let V::Arr(params) = ma.get("params").unwrap() else { panic!() };
+        let V::Arr(params) = ma.get("params").unwrap() else {
+            panic!()
+        };
         assert_eq!(
             params[0],
             V::Obj(vec![
@@ -379,24 +438,35 @@ mod tests {
                 ("required".into(), V::Bool(true)),
             ])
         );
-        let V::Arr(suggestions) = params[1].get("suggestions").unwrap() else { panic!() };
+        let V::Arr(suggestions) = params[1].get("suggestions").unwrap() else {
+            panic!()
+        };
         assert_eq!(suggestions[0], V::Num(5.0));
         assert_eq!(suggestions[3], V::Str("1min".into()));
         assert_eq!(params[2].get("required"), None);
         // an aggregation parameter lists every aggregation name, sorted
         let line = doc.get("aggregateLine").unwrap();
-        let V::Arr(p) = line.get("params").unwrap() else { panic!() };
-        let V::Arr(options) = p[1].get("options").unwrap() else { panic!() };
+        let V::Arr(p) = line.get("params").unwrap() else {
+            panic!()
+        };
+        let V::Arr(options) = p[1].get("options").unwrap() else {
+            panic!()
+        };
         assert_eq!(options.len(), 16);
         assert_eq!(options[0], V::Str("average".into()));
         assert_eq!(options[2], V::Str("avg_zero".into()));
         assert_eq!(p[2].get("default"), Some(&V::Bool(false)));
         assert_eq!(
             line.get("function"),
-            Some(&V::Str("aggregateLine(seriesList, func='average', keepStep=False)".into()))
+            Some(&V::Str(
+                "aggregateLine(seriesList, func='average', keepStep=False)".into()
+            ))
         );
         let unique = doc.get("unique").unwrap();
-        assert_eq!(unique.get("function"), Some(&V::Str("unique(*seriesLists)".into())));
+        assert_eq!(
+            unique.get("function"),
+            Some(&V::Str("unique(*seriesLists)".into()))
+        );
     }
 
     #[test]
@@ -405,14 +475,19 @@ mod tests {
             grouped: true,
             ..Default::default()
         });
-        assert!(grouped.get("Calculate").and_then(|g| g.get("stdev")).is_some());
+        assert!(grouped
+            .get("Calculate")
+            .and_then(|g| g.get("stdev"))
+            .is_some());
         assert!(grouped.get("Graph").and_then(|g| g.get("color")).is_some());
         let only = list(&FunctionListOptions {
             group: Some("Sorting".into()),
             ..Default::default()
         });
         let V::Obj(sorting) = &only else { panic!() };
-        assert!(sorting.iter().all(|(_, f)| f.get("group") == Some(&V::Str("Sorting".into()))));
+        assert!(sorting
+            .iter()
+            .all(|(_, f)| f.get("group") == Some(&V::Str("Sorting".into()))));
         assert!(sorting.len() >= 5);
         let pie = list(&FunctionListOptions {
             pie: true,
@@ -431,18 +506,32 @@ mod tests {
         assert!(text.starts_with("cb({\n  \"description\": "), "{text}");
         // sorted keys in pretty mode, parameters too
         let inner = serde_like::parse(&text[3..text.len() - 1]);
-        let V::Arr(params) = inner.get("params").unwrap() else { panic!() };
-        let V::Obj(tolerance) = &params[2] else { panic!() };
+        let V::Arr(params) = inner.get("params").unwrap() else {
+            panic!()
+        };
+        let V::Obj(tolerance) = &params[2] else {
+            panic!()
+        };
         let keys: Vec<&str> = tolerance.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["default", "name", "type"]);
-        assert!(function_details(&Registry::standard(), "nope", &FunctionListOptions::default()).is_none());
+        assert!(function_details(
+            &Registry::standard(),
+            "nope",
+            &FunctionListOptions::default()
+        )
+        .is_none());
         let missing = not_found("nope", &FunctionListOptions::default());
-        assert_eq!(String::from_utf8(missing.body).unwrap(), "{\"error\": \"Function not found: nope\"}");
+        assert_eq!(
+            String::from_utf8(missing.body).unwrap(),
+            "{\"error\": \"Function not found: nope\"}"
+        );
     }
 
     #[test]
     fn infinite_defaults_are_written_as_graphite_web_writes_them() {
-        static PARAMS: [Param; 1] = [Param::new("limit", ParamType::IntOrInf).default(DefaultValue::Float(f64::INFINITY))];
+        static PARAMS: [Param; 1] = [
+            Param::new("limit", ParamType::IntOrInf).default(DefaultValue::Float(f64::INFINITY))
+        ];
         let mut r = Registry::empty();
         fn noop(
             _: &mut sumi_query::Session<'_>,
@@ -459,7 +548,8 @@ mod tests {
             aggregator: false,
             run: noop,
         });
-        let body = String::from_utf8(function_list(&r, &FunctionListOptions::default()).body).unwrap();
+        let body =
+            String::from_utf8(function_list(&r, &FunctionListOptions::default()).body).unwrap();
         assert!(body.contains("\"default\": 1e9999}"), "{body}");
         assert!(body.contains("keepLastValue(limit=inf)"), "{body}");
     }

@@ -53,6 +53,22 @@ impl JsonWriter {
         self.buf
     }
 
+    /// Bytes written since the last [`take`](Self::take).
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The text written so far, leaving the writer where it was (inside whatever is
+    /// open) with an empty buffer of `capacity` bytes: for output in chunks.
+    pub(crate) fn take(&mut self, capacity: usize) -> String {
+        std::mem::replace(&mut self.buf, String::with_capacity(capacity))
+    }
+
+    /// Appends text as is, outside the JSON structure (a JSONP callback).
+    pub(crate) fn verbatim(&mut self, text: &str) {
+        self.buf.push_str(text);
+    }
+
     /// Separator and indentation before a value or key.
     fn prefix(&mut self) {
         if self.after_key {
@@ -179,7 +195,7 @@ impl JsonWriter {
                 self.buf
                     .push_str(if x > 0.0 { "1e9999" } else { "-1e9999" })
             }
-            Some(x) if !x.is_nan() => py::write_float_repr(&mut self.buf, x),
+            Some(x) if !x.is_nan() => write_finite(&mut self.buf, x),
             _ => self.buf.push_str("null"),
         }
         self.buf.push_str(", ");
@@ -195,7 +211,10 @@ impl JsonWriter {
         self.buf.push('"');
         if self.graphite_rewrite {
             let written = &self.buf[start..];
-            if written.contains("NaN,") || written.contains("Infinity,") {
+            // both patterns end with a comma, which most names lack
+            if written.as_bytes().contains(&b',')
+                && (written.contains("NaN,") || written.contains("Infinity,"))
+            {
                 let rewritten = written
                     .replace("NaN,", "null,")
                     .replace("Infinity,", "1e9999,");
@@ -206,8 +225,31 @@ impl JsonWriter {
     }
 }
 
+/// Python's `repr` of a finite float. Whole numbers below 1e16 (most metric values)
+/// take a shortcut: there `repr` is the integer's digits and `.0` (`72.0`, `-0.0`),
+/// since the shortest digits that read back as such a float are its own.
+fn write_finite(out: &mut String, x: f64) {
+    if x.fract() == 0.0 && x.abs() < 1e16 {
+        if x.is_sign_negative() && x == 0.0 {
+            out.push('-');
+        }
+        let mut b = itoa::Buffer::new();
+        out.push_str(b.format(x as i64));
+        out.push_str(".0");
+    } else {
+        py::write_float_repr(out, x);
+    }
+}
+
 /// Python's `json` string escaping (without the quotes).
 pub(crate) fn escape_into(out: &mut String, s: &str, ensure_ascii: bool) {
+    // printable ASCII without quotes or backslashes (most series names) is kept as is
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push_str(s);
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -277,10 +319,82 @@ mod tests {
     }
 
     #[test]
+    fn whole_numbers_like_python_repr() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            72.0,
+            1e15,
+            9_007_199_254_740_992.0,
+            9_007_199_254_740_994.0,
+            9_999_999_999_999_998.0,
+            -9_999_999_999_999_998.0,
+            1e16,
+            -1e16,
+            1e22,
+            0.5,
+            -2.5e-7,
+            123.456,
+        ];
+        let mut x = 1.0f64;
+        for _ in 0..60 {
+            x = x * 3.0 + 1.0;
+            values.push(x.trunc());
+            values.push(-x.trunc());
+        }
+        for v in values {
+            let (mut fast, mut slow) = (String::new(), String::new());
+            write_finite(&mut fast, v);
+            py::write_float_repr(&mut slow, v);
+            assert_eq!(fast, slow, "{v:e}");
+        }
+    }
+
+    #[test]
     fn unicode_passes_without_ensure_ascii() {
         let mut w = JsonWriter::new(None, false);
         w.string("\u{e9}\u{7f}\u{1}");
         assert_eq!(w.finish(), "\"\u{e9}\u{7f}\\u0001\"");
+    }
+
+    #[test]
+    fn taken_chunks_join_into_the_document() {
+        let whole = doc(Some(2));
+        let mut w = JsonWriter::new(Some(2), true);
+        let mut chunks = String::new();
+        w.begin_array();
+        w.begin_object();
+        w.key("target");
+        chunks.push_str(&w.take(4));
+        assert_eq!(w.len(), 0);
+        w.string("a\"b\\c\n\u{e9}\u{1f600}\u{7f}\u{1}");
+        w.key("empty");
+        w.begin_object();
+        chunks.push_str(&w.take(0));
+        w.end_object();
+        w.key("list");
+        w.begin_array();
+        for x in [1.0, -3.0] {
+            if x < 0.0 {
+                w.int(-3);
+            } else {
+                w.float(x);
+            }
+            chunks.push_str(&w.take(0));
+        }
+        w.null();
+        w.bool(true);
+        w.float(f64::NAN);
+        w.float(f64::NEG_INFINITY);
+        w.begin_array();
+        w.end_array();
+        w.end_array();
+        w.end_object();
+        w.end_array();
+        chunks.push_str(&w.finish());
+        assert_eq!(chunks, whole);
     }
 
     #[test]

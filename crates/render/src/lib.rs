@@ -28,10 +28,10 @@ pub use find::{
     completer, completer_query, expand, find_json, index_json, node_list, tree_json,
     JsonResponseOptions,
 };
-pub use series_json::{max_data_points_window, render_json, JsonOptions, Window};
 pub use functions::{function_details, function_list, FunctionListOptions};
 pub use msgpack::{find_msgpack, render_msgpack};
 pub use pickle::{find_pickle, render_pickle};
+pub use series_json::{max_data_points_window, render_json, JsonOptions, Window};
 pub use text::{render_csv, render_raw};
 
 /// A rendered answer: the body and its `Content-Type`.

@@ -154,7 +154,10 @@ pub fn render_msgpack(series: &[TimeSeries]) -> Rendered {
 }
 
 /// `/metrics/find?format=msgpack`: graphite-web's `msgpack_nodes`.
-pub fn find_msgpack(nodes: &[FindNode], intervals: &dyn Fn(&FindNode) -> Vec<(f64, f64)>) -> Rendered {
+pub fn find_msgpack(
+    nodes: &[FindNode],
+    intervals: &dyn Fn(&FindNode) -> Vec<(f64, f64)>,
+) -> Rendered {
     let mut w = MsgpackWriter::new();
     w.array(nodes.len());
     for node in by_name(nodes) {
@@ -223,7 +226,12 @@ mod tests {
         let r = render_msgpack(&[s]);
         assert_eq!(r.content_type, "application/x-msgpack");
         assert_eq!(&r.body[..2], b"\x91\x89");
-        let values = [b"\xa6values\x92\xcb".as_slice(), &1.0f64.to_be_bytes(), b"\xc0"].concat();
+        let values = [
+            b"\xa6values\x92\xcb".as_slice(),
+            &1.0f64.to_be_bytes(),
+            b"\xc0",
+        ]
+        .concat();
         assert!(r.body.windows(values.len()).any(|w| w == values));
     }
 }

@@ -184,7 +184,10 @@ fn node_name(path: &str) -> &str {
 
 /// `/metrics/find?format=pickle`: graphite-web's `pickle_nodes`, nodes sorted by name,
 /// leaves with the `(start, end)` intervals `intervals` gives for them.
-pub fn find_pickle(nodes: &[FindNode], intervals: &dyn Fn(&FindNode) -> Vec<(f64, f64)>) -> Rendered {
+pub fn find_pickle(
+    nodes: &[FindNode],
+    intervals: &dyn Fn(&FindNode) -> Vec<(f64, f64)>,
+) -> Rendered {
     let mut w = PickleWriter::new();
     w.begin_list();
     for node in by_name(nodes) {
@@ -307,8 +310,18 @@ mod tests {
         let r = find_pickle(&nodes, &|_| vec![(10.0, 20.0)]);
         assert_eq!(r.content_type, "application/pickle");
         let text = String::from_utf8_lossy(&r.body);
-        assert!(text.contains("cgraphite.intervals\nIntervalSet\n)\u{fffd}"), "{text:?}");
-        assert!(text.contains("cgraphite.intervals\nInterval\n)"), "{text:?}");
-        assert!(r.body.ends_with(b"ubue."), "{:?}", &r.body[r.body.len() - 8..]);
+        assert!(
+            text.contains("cgraphite.intervals\nIntervalSet\n)\u{fffd}"),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("cgraphite.intervals\nInterval\n)"),
+            "{text:?}"
+        );
+        assert!(
+            r.body.ends_with(b"ubue."),
+            "{:?}",
+            &r.body[r.body.len() - 8..]
+        );
     }
 }

@@ -15,8 +15,14 @@
 //! `NaN,` and `Infinity,` in its output text, which also touches series names that
 //! contain those words followed by a comma — reproduced. Nothing is written at all
 //! when every series is empty (`[]`).
+//!
+//! [`render_json_chunks`] writes the same bytes in chunks from an [`Answer`], building
+//! each series as it goes and dropping it once written, so that a big answer is never
+//! held twice (as series and as text); [`render_json`] is the one-piece form.
 
-use sumi_query::series::{Consolidated, TimeSeries};
+use std::borrow::Borrow;
+
+use sumi_query::series::{Answer, AnswerSeries, Consolidated, TimeSeries};
 
 use crate::json::JsonWriter;
 use crate::Rendered;
@@ -91,35 +97,143 @@ pub fn max_data_points_window(
 
 /// Renders series as graphite-web's `format=json`.
 pub fn render_json(series: &[TimeSeries], opts: &JsonOptions) -> Rendered {
-    let indent = opts.pretty.then_some(2);
-    let mut w = JsonWriter::new(indent, true).graphite_rewrite();
+    let has_values = series.iter().any(|s| !s.values.is_empty());
+    let span = span(series.iter().map(|s| (s.start, s.end)));
     let points: usize = series.iter().map(|s| s.values.len()).sum();
-    w.reserve(64 + points * 24);
-    w.begin_array();
-    if series.iter().any(|s| !s.values.is_empty()) {
-        let start = series.iter().map(|s| s.start).min().unwrap_or(0);
-        let end = series.iter().map(|s| s.end).max().unwrap_or(0);
-        let time_range = end - start;
-        for s in series {
-            let window = match opts.max_data_points {
-                Some(max) => max_data_points_window(s, max, time_range),
+    let mut chunks = JsonChunks::new(series.iter(), has_values, span, opts, usize::MAX);
+    chunks.w.reserve(64 + points * 24);
+    // one chunk: nothing is handed out before the end
+    let mut body = Vec::new();
+    for chunk in chunks {
+        if body.is_empty() {
+            body = chunk;
+        } else {
+            body.extend_from_slice(&chunk);
+        }
+    }
+    Rendered {
+        body,
+        content_type: json_content_type(opts),
+    }
+}
+
+/// The `Content-Type` of `format=json` with these options.
+pub fn json_content_type(opts: &JsonOptions) -> &'static str {
+    if opts.jsonp.is_some() {
+        "text/javascript"
+    } else {
+        "application/json"
+    }
+}
+
+/// `format=json` of an answer, as chunks of about `chunk_bytes` (at least one series
+/// a chunk) that join into exactly what [`render_json`] writes. Series are built from
+/// the answer, written and dropped one at a time.
+pub fn render_json_chunks(
+    answer: Answer,
+    opts: &JsonOptions,
+    chunk_bytes: usize,
+) -> JsonChunks<AnswerSeries> {
+    let has_values = answer.extents().any(|(_, _, n)| n > 0);
+    let span = span(answer.extents().map(|(start, end, _)| (start, end)));
+    JsonChunks::new(answer.into_series(), has_values, span, opts, chunk_bytes)
+}
+
+/// The earliest start and the latest end.
+fn span(extents: impl Iterator<Item = (i64, i64)>) -> (i64, i64) {
+    extents
+        .fold(None, |acc: Option<(i64, i64)>, (s, e)| {
+            Some(acc.map_or((s, e), |(a, b)| (a.min(s), b.max(e))))
+        })
+        .unwrap_or((0, 0))
+}
+
+/// The chunks of a `format=json` document (see [`render_json_chunks`]).
+pub struct JsonChunks<I> {
+    series: I,
+    w: JsonWriter,
+    /// Nothing is written between the brackets when no series has a value.
+    has_values: bool,
+    time_range: i64,
+    max_data_points: Option<u64>,
+    no_null_points: bool,
+    jsonp: Option<String>,
+    chunk_bytes: usize,
+    done: bool,
+}
+
+impl<I> JsonChunks<I> {
+    fn new(
+        series: I,
+        has_values: bool,
+        span: (i64, i64),
+        opts: &JsonOptions,
+        chunk_bytes: usize,
+    ) -> JsonChunks<I> {
+        let indent = opts.pretty.then_some(2);
+        let mut w = JsonWriter::new(indent, true).graphite_rewrite();
+        if let Some(callback) = &opts.jsonp {
+            w.verbatim(callback);
+            w.verbatim("(");
+        }
+        w.begin_array();
+        JsonChunks {
+            series,
+            w,
+            has_values,
+            time_range: span.1 - span.0,
+            max_data_points: opts.max_data_points,
+            no_null_points: opts.no_null_points,
+            jsonp: opts.jsonp.clone(),
+            chunk_bytes,
+            done: false,
+        }
+    }
+}
+
+impl<I, S> Iterator for JsonChunks<I>
+where
+    I: Iterator<Item = S>,
+    S: Borrow<TimeSeries>,
+{
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        if self.done {
+            return None;
+        }
+        // what a chunk holds when it is handed out, plus one series' worth of room
+        let capacity = self
+            .chunk_bytes
+            .saturating_add(self.chunk_bytes / 4)
+            .min(16 << 20);
+        while self.w.len() < self.chunk_bytes {
+            let next = if self.has_values {
+                self.series.next()
+            } else {
+                None
+            };
+            let Some(s) = next else {
+                self.w.end_array();
+                if self.jsonp.is_some() {
+                    self.w.verbatim(")");
+                }
+                self.done = true;
+                return Some(self.w.take(0).into_bytes());
+            };
+            let s = s.borrow();
+            let window = match self.max_data_points {
+                Some(max) => max_data_points_window(s, max, self.time_range),
                 None => Window {
                     start: s.start,
                     skip: 0,
                     values_per_point: s.values_per_point,
                 },
             };
-            write_series(&mut w, s, window, opts.no_null_points);
+            write_series(&mut self.w, s, window, self.no_null_points);
         }
+        Some(self.w.take(capacity).into_bytes())
     }
-    w.end_array();
-    let body = w.finish();
-    crate::wrap_json(
-        body,
-        opts.jsonp.as_deref(),
-        "application/json",
-        "text/javascript",
-    )
 }
 
 fn write_series(w: &mut JsonWriter, s: &TimeSeries, window: Window, no_null_points: bool) {
@@ -183,4 +297,89 @@ fn write_series(w: &mut JsonWriter, s: &TimeSeries, window: Window, no_null_poin
     }
     w.end_array();
     w.end_object();
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono_tz::Tz;
+    use sumi_query::memory::MemorySource;
+    use sumi_query::{Evaluator, Registry, RequestContext, TimeRange};
+
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000;
+
+    fn answer(targets: &[&str]) -> Answer {
+        let mut m = MemorySource::new();
+        let start = NOW - 3600;
+        let weird: Vec<Option<f64>> = (0..60)
+            .map(|i| match i % 5 {
+                0 => None,
+                1 => Some(f64::NAN),
+                2 => Some(f64::INFINITY),
+                3 => Some(-1.5e-7 * i as f64),
+                _ => Some(i as f64),
+            })
+            .collect();
+        m.add("a.b.c", 60, 86_400, start, &weird);
+        m.add("a.b.NaN, x", 60, 86_400, start, &[Some(1.0); 30]);
+        m.add("a.b.\u{e9}", 60, 86_400, start, &[None; 60]);
+        m.add("a.coarse", 600, 86_400, start, &[Some(2.0); 6]);
+        let ctx = RequestContext::new(
+            TimeRange {
+                from: NOW - 3600,
+                until: NOW,
+                now: NOW,
+            },
+            Tz::UTC,
+        );
+        let reg = Registry::standard();
+        Evaluator::new(&m, &reg).evaluate(&ctx, targets).unwrap()
+    }
+
+    /// Chunks join into exactly what `render_json` writes, whatever the chunk size.
+    #[test]
+    fn chunks_join_into_the_whole_document() {
+        let targets: &[&[&str]] = &[
+            &["a.b.*", "a.coarse", "scale(a.b.c, 2)"],
+            &["a.nothing.*"],
+            &["a.b.\u{e9}"],
+        ];
+        let options = [
+            JsonOptions::default(),
+            JsonOptions {
+                max_data_points: Some(7),
+                no_null_points: true,
+                ..JsonOptions::default()
+            },
+            JsonOptions {
+                max_data_points: Some(1),
+                pretty: true,
+                jsonp: Some("cb".into()),
+                ..JsonOptions::default()
+            },
+            JsonOptions {
+                no_null_points: true,
+                ..JsonOptions::default()
+            },
+        ];
+        for t in targets {
+            for opts in &options {
+                let whole = render_json(&answer(t).into_vec(), opts);
+                assert_eq!(whole.content_type, json_content_type(opts));
+                for chunk in [1, 64, 5000, usize::MAX] {
+                    let chunks: Vec<Vec<u8>> = render_json_chunks(answer(t), opts, chunk).collect();
+                    assert!(chunks.iter().all(|c| !c.is_empty()), "{t:?} {opts:?}");
+                    if chunk == usize::MAX {
+                        assert_eq!(chunks.len(), 1);
+                    }
+                    assert_eq!(
+                        String::from_utf8(chunks.concat()).unwrap(),
+                        String::from_utf8(whole.body.clone()).unwrap(),
+                        "{t:?} {opts:?} chunk {chunk}"
+                    );
+                }
+            }
+        }
+    }
 }

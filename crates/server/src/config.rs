@@ -24,6 +24,15 @@
 //! # Time zone for from/until and csv output when a request has no `tz`
 //! # (graphite-web's TIME_ZONE setting).
 //! timezone = "UTC"
+//! # What one /render request may read, over all its targets and the fetches its
+//! # functions make; a request over either limit is answered 422 with a message saying
+//! # which limit, how much it asked for and how to narrow it. Points are slots: a
+//! # series over 24 h at 10 s is 8,640 of them. 20 M points is about 160 MB held for
+//! # plain paths and 320 MB of values when a function needs them as series; it
+//! # admits a million series x 10 points, or 2,300 series over a day at 10 s.
+//! max_points_per_query = 20000000
+//! # A series costs a few hundred bytes besides its points when a function holds it.
+//! max_series_per_query = 2000000
 //!
 //! [storage]
 //! # carbon's config files; without them the built-in rules apply (see README).
@@ -75,6 +84,8 @@ pub(crate) struct CarbonSection {
 pub(crate) struct HttpSection {
     pub(crate) listen: Option<String>,
     pub(crate) timezone: Option<String>,
+    pub(crate) max_points_per_query: Option<u64>,
+    pub(crate) max_series_per_query: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -133,6 +144,8 @@ pub(crate) struct Config {
     pub(crate) max_line_bytes: usize,
     pub(crate) max_connections: usize,
     pub(crate) timezone: String,
+    pub(crate) max_points_per_query: u64,
+    pub(crate) max_series_per_query: u64,
     pub(crate) schemas_file: Option<PathBuf>,
     pub(crate) aggregation_file: Option<PathBuf>,
     pub(crate) fsync: String,
@@ -152,6 +165,8 @@ impl Default for Config {
             max_line_bytes: 16 * 1024,
             max_connections: 10_000,
             timezone: "UTC".into(),
+            max_points_per_query: sumi_http::source::QueryLimits::DEFAULT_MAX_POINTS,
+            max_series_per_query: sumi_http::source::QueryLimits::DEFAULT_MAX_SERIES,
             schemas_file: None,
             aggregation_file: None,
             fsync: "1s".into(),
@@ -209,6 +224,12 @@ impl Config {
         if let Some(tz) = file.http.timezone {
             c.timezone = tz;
         }
+        if let Some(n) = file.http.max_points_per_query {
+            c.max_points_per_query = n;
+        }
+        if let Some(n) = file.http.max_series_per_query {
+            c.max_series_per_query = n;
+        }
         c.schemas_file = non_empty(file.storage.schemas);
         c.aggregation_file = non_empty(file.storage.aggregation);
         if let Some(f) = file.storage.fsync {
@@ -253,6 +274,9 @@ impl Config {
         if c.max_future_secs < 0 {
             bail!("storage.max_future_secs must not be negative");
         }
+        if c.max_points_per_query == 0 || c.max_series_per_query == 0 {
+            bail!("http.max_points_per_query and http.max_series_per_query must be at least 1");
+        }
         Ok(c)
     }
 }
@@ -291,6 +315,21 @@ mod tests {
         assert_eq!(c.data_dir, PathBuf::from("/var/lib/sumi"));
         assert_eq!(c.carbon_addr.to_string(), "0.0.0.0:2003");
         assert_eq!(c.http_addr.to_string(), "127.0.0.1:9090");
+    }
+
+    #[test]
+    fn query_limits_from_the_file() {
+        let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
+        assert_eq!(c.max_points_per_query, 20_000_000);
+        assert_eq!(c.max_series_per_query, 2_000_000);
+        let file: FileConfig =
+            toml::from_str("[http]\nmax_points_per_query = 5000\nmax_series_per_query = 10\n")
+                .unwrap();
+        let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
+        assert_eq!((c.max_points_per_query, c.max_series_per_query), (5000, 10));
+        let file: FileConfig = toml::from_str("[http]\nmax_series_per_query = 0\n").unwrap();
+        let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
+        assert!(e.to_string().contains("max_series_per_query"), "{e}");
     }
 
     #[test]

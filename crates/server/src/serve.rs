@@ -97,6 +97,12 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         .parse::<FsyncPolicy>()
         .map_err(|e| anyhow::anyhow!("storage.fsync: {e}"))?;
     opts.max_future_secs = config.max_future_secs;
+    // Series of GrowthForecast graphs roll up by average with xFilesFactor 0.
+    let gf_series = sumi_http::growthforecast::SeriesRegistry::new();
+    opts.rules.aggregation = opts
+        .rules
+        .aggregation
+        .with_override(gf_series.aggregation_override());
     let store = tokio::task::spawn_blocking(move || Store::open(opts, Arc::new(SystemClock)))
         .await
         .context("opening the store")?
@@ -173,11 +179,18 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         ingest_stop.clone(),
     )));
 
-    let state = Arc::new(sumi_http::AppState::new(
+    let mut state = sumi_http::AppState::new(
         store.clone(),
         stats.clone(),
         &config.timezone,
-    )?);
+        &config.data_dir,
+        gf_series,
+    )?;
+    state.limits = sumi_http::source::QueryLimits {
+        max_points: config.max_points_per_query,
+        max_series: config.max_series_per_query,
+    };
+    let state = Arc::new(state);
     let (http_stop_tx, mut http_stop) = watch::channel(false);
     let http_task = tokio::spawn(async move {
         let app = sumi_http::router(state);

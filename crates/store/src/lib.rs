@@ -70,6 +70,7 @@ mod testutil;
 
 pub use error::StoreError;
 pub use options::{FsyncPolicy, InvalidFsyncPolicy, StoreOptions};
+pub use read::bulk::{FetchPlan, FetchedRef};
 pub use read::Fetched;
 pub use series::{FindEntry, MAX_LEVELS};
 pub use store::Store;

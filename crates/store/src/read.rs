@@ -6,12 +6,20 @@
 //! newest first); else, for `k > 0`, the rollup of level `k - 1` over the slot —
 //! read from rollup parts when the level `k - 1` partition holding the slot is rolled
 //! and clean, computed from level `k - 1` otherwise.
+//!
+//! [`bulk`]: many series in one pass (a plan of windows, then the series read in id
+//! order with the parts' indexes merge-joined).
+
+pub(crate) mod bulk;
 
 use crate::head::{key_level, key_slot};
 use crate::metrics::Metrics;
-use crate::part::{Kind, Part};
+use crate::part::lookup::IndexLookup;
+use crate::part::{Entry, Kind, Part};
 use crate::series::{ClassInfo, SeriesMeta};
 use crate::version::{RollState, Version};
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
 use std::sync::atomic::Ordering;
 
 /// What whisper's `fetch` returns: values for `start, start + step, ..., end - step`.
@@ -76,6 +84,38 @@ pub(crate) struct Scratch {
     slots: Vec<i64>,
     values: Vec<f64>,
     known: Vec<f64>,
+    /// For bulk reads (series in ascending id order): a lookup position per part,
+    /// keyed by the part's address. Valid only while the parts are: the caller clears
+    /// it whenever it reads from another version.
+    lookups: Option<HashMap<usize, IndexLookup, FixedState>>,
+}
+
+impl Scratch {
+    /// Scratch for reading many series in ascending id order.
+    pub(crate) fn bulk() -> Scratch {
+        Scratch {
+            lookups: Some(HashMap::with_hasher(FixedState::default())),
+            ..Scratch::default()
+        }
+    }
+
+    /// Forgets the lookup positions (the parts they point into may be gone).
+    pub(crate) fn forget_parts(&mut self) {
+        if let Some(l) = &mut self.lookups {
+            l.clear();
+        }
+    }
+
+    /// The index entry of `series` in `part`.
+    fn entry(&mut self, part: &Part, series: u32) -> Option<Entry> {
+        match &mut self.lookups {
+            Some(l) => l
+                .entry(std::ptr::from_ref(part) as usize)
+                .or_default()
+                .entry(part, series),
+            None => part.entry(series),
+        }
+    }
 }
 
 /// Everything needed to read one series.
@@ -208,7 +248,7 @@ impl SeriesView<'_> {
         mask: Option<&[bool]>,
         sc: &mut Scratch,
     ) {
-        let Some(e) = part.entry(self.series) else {
+        let Some(e) = sc.entry(part, self.series) else {
             return;
         };
         if e.last_slot < a || e.first_slot >= b {

@@ -273,5 +273,5 @@ def find_queries(now):
 
 
 def all_queries(now):
-    from . import fn_fnb  # the function families' cases (fn_fnb imports this module)
-    return render_queries(now) + find_queries(now) + fn_fnb.queries(now)
+    from . import fn_fna, fn_fnb  # the function families' cases (each imports this module)
+    return render_queries(now) + find_queries(now) + fn_fnb.queries(now) + fn_fna.queries(now)

@@ -13,14 +13,11 @@
 //! arguments, so a path given as a keyword argument (`asPercent(a.*, total=b.c)`)
 //! evaluates to no series at all there. sumi fetches it.
 
-use std::collections::{HashMap, HashSet};
-
 use sumi_model::glob::PathPattern;
 
 use crate::error::QueryError;
 use crate::grammar::{Arg, Expr};
-use crate::series::TimeSeries;
-use crate::source::FetchedSeries;
+use crate::series::{FetchedSet, TimeSeries};
 
 use super::{substitute, Replacements, RequestContext, Session, Substituted};
 
@@ -104,100 +101,119 @@ impl Session<'_> {
         ctx: &RequestContext,
         patterns: &[String],
     ) -> Result<Vec<Vec<TimeSeries>>, QueryError> {
-        let mut leaves_of: Vec<Vec<String>> = Vec::with_capacity(patterns.len());
-        let mut all: Vec<String> = Vec::new();
-        let mut seen: HashSet<String> = HashSet::new();
-        for pattern in patterns {
-            let nodes = self.source.find(&PathPattern::parse(pattern))?;
-            let mut leaves: Vec<String> = Vec::new();
-            let mut mine: HashSet<&str> = HashSet::new();
-            for node in nodes.iter().filter(|n| n.is_leaf) {
-                if mine.insert(node.path.as_str()) {
-                    if seen.insert(node.path.clone()) {
-                        all.push(node.path.clone());
-                    }
-                    leaves.push(node.path.clone());
-                }
+        let Batch { mut set, lists } = self.fetch_batch(ctx, patterns)?;
+        // the last pattern reading a path takes its name, the others copy it
+        let mut uses = vec![0u32; set.len()];
+        for &i in lists.iter().flatten() {
+            if let Some(u) = uses.get_mut(i as usize) {
+                *u += 1;
             }
-            leaves_of.push(leaves);
         }
-        if all.is_empty() {
-            return Ok(vec![Vec::new(); patterns.len()]);
-        }
-        let fetched = self.source.fetch(&all, ctx.from, ctx.until, ctx.now)?;
-        // each answer is moved into the last pattern that uses it, copied for the others
-        let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, f) in fetched.iter().enumerate() {
-            by_path.entry(f.path.as_str()).or_default().push(i);
-        }
-        let mut uses = vec![0usize; fetched.len()];
-        let answer_lists: Vec<Vec<usize>> = leaves_of
-            .iter()
-            .map(|leaves| {
-                let list: Vec<usize> = leaves
-                    .iter()
-                    .filter_map(|l| by_path.get(l.as_str()))
-                    .flatten()
-                    .copied()
-                    .collect();
-                for &i in &list {
-                    uses[i] += 1;
-                }
-                list
-            })
-            .collect();
-        drop(by_path);
-        let mut slots: Vec<Option<FetchedSeries>> = fetched.into_iter().map(Some).collect();
         Ok(patterns
             .iter()
-            .zip(answer_lists)
+            .zip(&lists)
             .map(|(pattern, list)| {
-                let answers = list.into_iter().filter_map(|i| {
-                    uses[i] -= 1;
-                    if uses[i] == 0 {
-                        slots[i].take()
-                    } else {
-                        slots[i].clone()
-                    }
-                });
-                merge(pattern, answers.collect(), ctx.x_files_factor)
+                list.iter()
+                    .filter_map(|&i| {
+                        let i = i as usize;
+                        let last = uses.get_mut(i).is_none_or(|u| {
+                            *u = u.saturating_sub(1);
+                            *u == 0
+                        });
+                        set.series(i, pattern, ctx.x_files_factor, last)
+                    })
+                    .collect()
             })
             .collect())
     }
+
+    /// Finds the leaves of every pattern and fetches them all in one
+    /// [`SeriesSource::fetch_each`](crate::source::SeriesSource::fetch_each) call,
+    /// each distinct path once, into one compact set.
+    pub(super) fn fetch_batch(
+        &self,
+        ctx: &RequestContext,
+        patterns: &[String],
+    ) -> Result<Batch, QueryError> {
+        let mut leaves_of: Vec<Vec<String>> = Vec::with_capacity(patterns.len());
+        for pattern in patterns {
+            let nodes = self.source.find(&PathPattern::parse(pattern))?;
+            // moved out of the nodes, not copied; sorted and unique as find promises
+            let mut leaves: Vec<String> = nodes
+                .into_iter()
+                .filter(|n| n.is_leaf)
+                .map(|n| n.path)
+                .collect();
+            if !leaves.is_sorted() {
+                leaves.sort_unstable();
+            }
+            leaves.dedup();
+            leaves_of.push(leaves);
+        }
+        let (names, lists) = union_sorted(leaves_of);
+        let mut set = FetchedSet::new(names);
+        if !set.is_empty() {
+            set.fill(|paths, each| {
+                self.source
+                    .fetch_each(paths, ctx.from, ctx.until, ctx.now, each)
+            })?;
+        }
+        Ok(Batch { set, lists })
+    }
 }
 
-/// `_merge_results`: series named by path, de-duplicated, sorted by name.
-fn merge(pattern: &str, answers: Vec<FetchedSeries>, xff: f64) -> Vec<TimeSeries> {
-    let mut out: Vec<TimeSeries> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut best_nones: HashMap<String, usize> = HashMap::new();
-    for f in answers {
-        let mut series = TimeSeries::new(f.path, f.start, f.end, f.step, f.values);
-        series.path_expression = pattern.to_string();
-        series.x_files_factor = xff;
-        match index.get(&series.name) {
-            Some(&i) => {
-                let candidate = nones(&series.values);
-                let known = *best_nones
-                    .entry(series.name.clone())
-                    .or_insert_with(|| nones(&out[i].values));
-                if known > candidate && !series.values.is_empty() {
-                    best_nones.insert(series.name.clone(), candidate);
-                    out[i] = series;
+/// Patterns' leaves fetched together (see [`Session::fetch_batch`]).
+pub(super) struct Batch {
+    pub(super) set: FetchedSet,
+    /// Per pattern, its leaves as indexes into `set`, sorted by name.
+    pub(super) lists: Vec<Vec<u32>>,
+}
+
+/// The union of sorted lists of names, each name once, and each list as indexes into
+/// the union. Names are moved, not copied: a name in several lists is kept from the
+/// first. Merging sorted lists needs no hashing, which matters at a million names.
+fn union_sorted(mut lists: Vec<Vec<String>>) -> (Vec<String>, Vec<Vec<u32>>) {
+    if lists.len() == 1 {
+        let names = lists.pop().unwrap_or_default();
+        let n = u32::try_from(names.len()).unwrap_or(u32::MAX);
+        return (names, vec![(0..n).collect()]);
+    }
+    let total = lists.iter().map(Vec::len).sum();
+    let mut names: Vec<String> = Vec::with_capacity(total);
+    let mut out: Vec<Vec<u32>> = lists.iter().map(|l| Vec::with_capacity(l.len())).collect();
+    let mut pos = vec![0usize; lists.len()];
+    loop {
+        // the list whose head is the smallest name
+        let mut min: Option<(usize, &str)> = None;
+        for (j, list) in lists.iter().enumerate() {
+            if let Some(name) = pos.get(j).and_then(|&p| list.get(p)) {
+                if min.is_none_or(|(_, m)| name.as_str() < m) {
+                    min = Some((j, name.as_str()));
                 }
             }
-            None => {
-                index.insert(series.name.clone(), out.len());
-                out.push(series);
+        }
+        let Some((first, _)) = min else { break };
+        let Ok(id) = u32::try_from(names.len()) else {
+            break;
+        };
+        let name = lists
+            .get_mut(first)
+            .zip(pos.get(first))
+            .and_then(|(l, &p)| l.get_mut(p))
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for (j, list) in lists.iter().enumerate() {
+            let Some(p) = pos.get_mut(j) else { continue };
+            if j == first || list.get(*p).is_some_and(|h| *h == name) {
+                *p += 1;
+                if let Some(o) = out.get_mut(j) {
+                    o.push(id);
+                }
             }
         }
+        names.push(name);
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
-}
-
-fn nones(values: &[Option<f64>]) -> usize {
-    values.iter().filter(|v| v.is_none()).count()
+    (names, out)
 }
 
 /// The patterns an expression will fetch, with how often.
@@ -231,5 +247,33 @@ fn collect(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union_sorted;
+
+    fn lists(v: &[&[&str]]) -> Vec<Vec<String>> {
+        v.iter()
+            .map(|l| l.iter().map(|s| s.to_string()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn union_of_sorted_lists() {
+        let (names, idx) = union_sorted(lists(&[
+            &["a.b", "a.c", "b.a"],
+            &[],
+            &["a.a", "a.c", "c"],
+            &["a.c"],
+        ]));
+        assert_eq!(names, ["a.a", "a.b", "a.c", "b.a", "c"]);
+        assert_eq!(idx, vec![vec![1, 2, 3], vec![], vec![0, 2, 4], vec![2]]);
+        let (names, idx) = union_sorted(lists(&[&["x", "y"]]));
+        assert_eq!(names, ["x", "y"]);
+        assert_eq!(idx, vec![vec![0, 1]]);
+        let (names, idx) = union_sorted(Vec::new());
+        assert!(names.is_empty() && idx.is_empty());
     }
 }

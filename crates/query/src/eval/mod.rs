@@ -12,6 +12,7 @@
 //! as in graphite-web; a target that yields a non-empty constant is an error.
 
 mod fetch;
+mod targets;
 mod template;
 mod value;
 
@@ -25,7 +26,7 @@ use chrono_tz::Tz;
 use crate::attime::TimeRange;
 use crate::error::QueryError;
 use crate::functions::{bind, Invocation, Registry};
-use crate::grammar::{self, Arg, Call, Expr};
+use crate::grammar::{Arg, Call, Expr};
 use crate::series::TimeSeries;
 use crate::source::SeriesSource;
 
@@ -86,41 +87,15 @@ impl<'a> Evaluator<'a> {
         Evaluator { source, functions }
     }
 
-    /// Every target's series, in order. Blank targets are skipped.
+    /// Every target's series, in order. Blank targets are skipped. (See
+    /// [`evaluate`](Self::evaluate), in `targets.rs`, for the answer a renderer can
+    /// read lazily.)
     pub fn evaluate_targets<S: AsRef<str>>(
         &self,
         ctx: &RequestContext,
         targets: &[S],
     ) -> Result<Vec<TimeSeries>, QueryError> {
-        let mut parsed = Vec::with_capacity(targets.len());
-        for target in targets {
-            let text = target.as_ref();
-            if crate::py::strip(text).is_empty() {
-                continue;
-            }
-            let expr = if ctx.strict {
-                grammar::parse_strict(text)?
-            } else {
-                grammar::parse(text)?.expr
-            };
-            parsed.push((text, expr));
-        }
-        let mut session = Session::new(self.source, self.functions);
-        session.prefetch(ctx, parsed.iter().map(|(_, e)| e))?;
-        let mut out = Vec::new();
-        for (text, expr) in &parsed {
-            match session.eval_expr(ctx, expr, None)? {
-                Value::SeriesList(series) => out.extend(series),
-                v if !v.is_truthy() => {}
-                v => {
-                    return Err(QueryError::NotSeries {
-                        target: (*text).to_string(),
-                        what: v.kind().to_string(),
-                    })
-                }
-            }
-        }
-        Ok(out)
+        Ok(self.evaluate(ctx, targets)?.into_vec())
     }
 }
 

@@ -20,8 +20,7 @@ use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
 use crate::functions::util::{
-    eval_first_arg, format_g, input_error, percentile, py_square, py_sum, row, take_series,
-    AggFunc,
+    eval_first_arg, format_g, input_error, percentile, py_square, py_sum, row, take_series, AggFunc,
 };
 use crate::functions::{FunctionDef, Invocation};
 use crate::py;
@@ -110,7 +109,9 @@ pub(crate) fn constant_line(
     value: Option<f64>,
     shown: &str,
 ) -> TimeSeries {
-    let step = ((ctx.until - ctx.from) as f64 / 2.0) as i64;
+    // graphite-web's int((end - start) / 2.0); a one-second request would give a step
+    // of 0, which graphite-web then fails to render
+    let step = (((ctx.until - ctx.from) as f64 / 2.0) as i64).max(1);
     let mut s = TimeSeries::new(shown, ctx.from, ctx.until, step, vec![value; 3]);
     s.path_expression = format!("constantLine({shown})");
     s.x_files_factor = xff;

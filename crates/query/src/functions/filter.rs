@@ -21,8 +21,8 @@ use crate::eval::{RequestContext, Session, Value};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
 use crate::functions::pyre;
 use crate::functions::util::{
-    eval_target_text, input_error, percentile, py_slice, py_sort_by_keys, py_square, py_sum, row, sort_key,
-    take_series, AggFunc,
+    eval_target_text, input_error, percentile, percentile_buf, py_slice, py_sort_by_keys,
+    py_square, py_sum, row, sort_key, take_series, AggFunc,
 };
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
 use crate::series::TimeSeries;
@@ -518,11 +518,14 @@ fn remove_between_percentile(
     let columns = rows.iter().map(Vec::len).min().unwrap_or(0);
     let mut bounds = Vec::with_capacity(columns);
     let mut column = Vec::with_capacity(rows.len());
+    let mut sort_buf = Vec::with_capacity(rows.len());
     for i in 0..columns {
         column.clear();
         column.extend(rows.iter().map(|r| r[i]));
-        let low = percentile(&column, 100.0 - n, false).map_err(|m| input_error(inv.name, m))?;
-        let high = percentile(&column, n, false).map_err(|m| input_error(inv.name, m))?;
+        let low = percentile_buf(&column, 100.0 - n, false, &mut sort_buf)
+            .map_err(|m| input_error(inv.name, m))?;
+        let high = percentile_buf(&column, n, false, &mut sort_buf)
+            .map_err(|m| input_error(inv.name, m))?;
         bounds.push((low, high));
     }
     Ok(Value::SeriesList(

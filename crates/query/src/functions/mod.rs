@@ -141,6 +141,10 @@ impl Registry {
 }
 
 #[cfg(test)]
+mod deviations;
+#[cfg(test)]
 mod golden;
+#[cfg(test)]
+mod perf;
 #[cfg(test)]
 mod tests;

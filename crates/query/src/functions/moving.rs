@@ -235,9 +235,9 @@ fn window(
 
     let tag = format!("moving{}", capitalize(func));
     let shown = size_value.python_str();
-    let mut out = Vec::with_capacity(bootstrap.len());
-    let mut scratch: Vec<Option<f64>> = Vec::new();
-    for mut s in bootstrap {
+    // one series after the other: spreading them over threads showed no gain on the
+    // two shared cores this was measured on (see functions/perf.rs)
+    let out = bootstrap.into_iter().map(|mut s| {
         let (name, points) = match size {
             WindowSize::Seconds(_) => (
                 format!("{tag}({},\"{shown}\")", s.name),
@@ -247,20 +247,36 @@ fn window(
         };
         s.tags.set(&tag, &shown);
         let effective_xff = xff.unwrap_or(s.x_files_factor);
-        let points = usize::try_from(points).unwrap_or(0);
-        let len = s.values.len();
-        let mut values = Vec::with_capacity(len.saturating_sub(points));
-        // graphite-web: for i in range(windowPoints + 1, len + 1): series[i - windowPoints:i]
-        for i in points + 1..=len {
-            scratch.clear();
-            scratch.extend(s.values[i - points..i].iter().filter(|v| v.is_some()));
-            let known = scratch.len();
-            let enough = known > 0 && points > 0 && (known as f64 / points as f64) >= effective_xff;
-            values.push(if enough { agg.apply(&scratch) } else { None });
-        }
-        out.push(copy_series(s, name, preview, values));
+        let values = windows(
+            &s.values,
+            usize::try_from(points).unwrap_or(0),
+            effective_xff,
+            agg,
+        );
+        copy_series(s, name, preview, values)
+    });
+    Ok(Value::SeriesList(out.collect()))
+}
+
+/// graphite-web's loop: `for i in range(windowPoints + 1, len + 1)`, each window
+/// `series[i - windowPoints:i]` aggregated when enough of it is known.
+fn windows(values: &[Option<f64>], points: usize, xff: f64, agg: AggFunc) -> Vec<Option<f64>> {
+    let len = values.len();
+    let mut out = Vec::with_capacity(len.saturating_sub(points));
+    let mut scratch: Vec<Option<f64>> = Vec::with_capacity(points.min(len));
+    let mut sort_buf: Vec<f64> = Vec::with_capacity(points.min(len));
+    for i in points + 1..=len {
+        scratch.clear();
+        scratch.extend(values[i - points..i].iter().filter(|v| v.is_some()));
+        let known = scratch.len();
+        let enough = known > 0 && points > 0 && (known as f64 / points as f64) >= xff;
+        out.push(if enough {
+            agg.apply_buf(&scratch, &mut sort_buf)
+        } else {
+            None
+        });
     }
-    Ok(Value::SeriesList(out))
+    out
 }
 
 /// graphite-web's `series.copy(name=…, start=series.start + preview, values=…)`: the

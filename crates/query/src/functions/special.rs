@@ -8,7 +8,8 @@
 //! null per second): sumi has no events store. `randomWalk` draws from a generator
 //! seeded per call, so only its shape is reproducible. Deliberate differences:
 //! generators refuse a step that is not positive (graphite-web loops forever or
-//! fails), and `cactiStyle` formats infinite or NaN aggregates instead of failing.
+//! fails) and more than ten million points, and `cactiStyle` formats infinite or NaN
+//! aggregates instead of failing.
 
 use std::hash::{BuildHasher, Hasher};
 
@@ -300,11 +301,26 @@ fn instants(
     }
     let (from, until) = (ctx.from, ctx.until);
     let count = if until > from {
-        (until - from + step - 1) / step
+        (until - from - 1) / step + 1
     } else {
         0
     };
+    check_points(inv, count)?;
     Ok((0..count).map(move |k| from + k * step))
+}
+
+/// The most points a generator makes (graphite-web would try to build any number,
+/// e.g. `time('t', 1)` over ten years).
+const MAX_GENERATED_POINTS: i64 = 10_000_000;
+
+fn check_points(inv: &Invocation<'_>, count: i64) -> Result<(), QueryError> {
+    if count > MAX_GENERATED_POINTS {
+        return Err(input_error(
+            inv.name,
+            format!("{count} points is more than the {MAX_GENERATED_POINTS} a generated series may have"),
+        ));
+    }
+    Ok(())
 }
 
 /// A generated series over the request's interval, with the xFilesFactor in force.
@@ -423,6 +439,7 @@ fn events(
 ) -> Result<Value, QueryError> {
     let tags: Vec<String> = inv.args.all(0).iter().map(Value::python_str).collect();
     let name = format!("events(\"{}\")", tags.join("\", \""));
+    check_points(&inv, ctx.until - ctx.from)?;
     let points = usize::try_from(ctx.until - ctx.from).unwrap_or(0);
     let mut s = generated(session, &name, ctx, 1, vec![None; points]);
     s.consolidation = Consolidation::Sum;

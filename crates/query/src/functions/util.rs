@@ -66,6 +66,12 @@ impl AggFunc {
     /// The function over a row. `None` where graphite-web's answers `None` (no known
     /// value), and also for `multiply` of an empty row, where Python raises.
     pub(crate) fn apply(self, row: &[Option<f64>]) -> Option<f64> {
+        self.apply_buf(row, &mut Vec::new())
+    }
+
+    /// [`apply`](Self::apply) with a scratch buffer for `median`, so that a caller
+    /// aggregating many windows allocates once.
+    pub(crate) fn apply_buf(self, row: &[Option<f64>], buf: &mut Vec<f64>) -> Option<f64> {
         let known = || row.iter().filter_map(|v| *v);
         match self {
             AggFunc::Sum => py_sum(known()),
@@ -81,11 +87,13 @@ impl AggFunc {
                 Some(sum / row.len() as f64)
             }
             AggFunc::Median => {
-                let mut sorted: Vec<f64> = known().collect();
+                buf.clear();
+                buf.extend(known());
+                let sorted = buf;
                 if sorted.is_empty() {
                     return None;
                 }
-                py_sort_floats(&mut sorted);
+                py_sort_floats(sorted);
                 let mid = sorted.len() / 2;
                 Some(if sorted.len().is_multiple_of(2) {
                     (sorted[mid - 1] + sorted[mid]) / 2.0
@@ -174,10 +182,16 @@ pub(crate) fn py_sort_by_keys<T>(items: Vec<T>, keys: &[f64], reverse: bool) -> 
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
-/// Python's `sorted()` of floats.
+/// Python's `sorted()` of floats. Without NaN, `<` is a total order up to the sign
+/// of zero, and any stable sort gives Python's result (`-0.0` and `0.0` keep their
+/// order); with NaN, CPython's own sequence of comparisons is replayed.
 pub(crate) fn py_sort_floats(values: &mut [f64]) {
-    let lt = |a: &f64, b: &f64| a < b;
-    py_sort(values, &lt);
+    if values.iter().any(|v| v.is_nan()) {
+        let lt = |a: &f64, b: &f64| a < b;
+        py_sort(values, &lt);
+    } else {
+        values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    }
 }
 
 /// CPython's list sort driven by `lt`. Below 64 items (CPython's smallest merge run,
@@ -262,7 +276,11 @@ pub(crate) fn format_g_with(x: f64, precision: usize, alternate: bool) -> String
     // the decimal exponent after rounding to p significant digits
     let sci = format!("{:.*e}", (p - 1) as usize, x);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = if x == 0.0 { 0 } else { exp.parse().unwrap_or(0) };
+    let exp: i32 = if x == 0.0 {
+        0
+    } else {
+        exp.parse().unwrap_or(0)
+    };
     let strip = |s: &str| -> String {
         if alternate {
             s.to_string()
@@ -301,6 +319,9 @@ pub(crate) fn format_fixed(x: f64, precision: usize) -> String {
     }
 }
 
+/// The largest width or precision [`percent_format`] accepts.
+const MAX_FORMAT_WIDTH: usize = 10_000;
+
 /// Python's `template % value` for one float, as `aliasQuery` formats names:
 /// conversions `d i u e E f F g G s r a` and `%%`, with flags `-+ 0#`, width and
 /// precision. `Err` where Python raises (no conversion, more than one, or one that
@@ -317,7 +338,8 @@ pub(crate) fn percent_format(template: &str, value: f64) -> Result<String, Strin
             continue;
         }
         i += 1;
-        let (mut left, mut plus, mut space, mut zero, mut alternate) = (false, false, false, false, false);
+        let (mut left, mut plus, mut space, mut zero, mut alternate) =
+            (false, false, false, false, false);
         while let Some(&c) = chars.get(i) {
             match c {
                 '-' => left = true,
@@ -343,6 +365,13 @@ pub(crate) fn percent_format(template: &str, value: f64) -> Result<String, Strin
                 i += 1;
             }
             precision = Some(p);
+        }
+        // Python would build the string; a width or precision this large only serves
+        // to exhaust memory
+        if width > MAX_FORMAT_WIDTH || precision.is_some_and(|p| p > MAX_FORMAT_WIDTH) {
+            return Err(format!(
+                "format width or precision above {MAX_FORMAT_WIDTH}"
+            ));
         }
         // length modifiers are read and ignored, as Python does
         while matches!(chars.get(i), Some('h' | 'l' | 'L')) {
@@ -370,15 +399,27 @@ pub(crate) fn percent_format(template: &str, value: f64) -> Result<String, Strin
             }
             'f' | 'F' => {
                 let s = format_fixed(value.abs(), precision.unwrap_or(6));
-                if conv == 'F' { s.to_uppercase() } else { s }
+                if conv == 'F' {
+                    s.to_uppercase()
+                } else {
+                    s
+                }
             }
             'e' | 'E' => {
                 let s = format_e(value.abs(), precision.unwrap_or(6));
-                if conv == 'E' { s.to_uppercase() } else { s }
+                if conv == 'E' {
+                    s.to_uppercase()
+                } else {
+                    s
+                }
             }
             'g' | 'G' => {
                 let s = format_g_with(value.abs(), precision.unwrap_or(6), alternate);
-                if conv == 'G' { s.to_uppercase() } else { s }
+                if conv == 'G' {
+                    s.to_uppercase()
+                } else {
+                    s
+                }
             }
             's' | 'r' | 'a' => {
                 let s = repr(value);
@@ -434,7 +475,11 @@ fn format_e(x: f64, precision: usize) -> String {
     let s = format!("{x:.precision$e}");
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    format!(
+        "{mantissa}e{}{:02}",
+        if exp < 0 { '-' } else { '+' },
+        exp.abs()
+    )
 }
 
 /// graphite's unit systems for `format_units` (glyph.py `UnitSystems`).
@@ -455,13 +500,7 @@ impl UnitSystem {
 
     fn prefixes(self) -> [(&'static str, f64); 5] {
         match self {
-            UnitSystem::Si => [
-                ("P", 1e15),
-                ("T", 1e12),
-                ("G", 1e9),
-                ("M", 1e6),
-                ("k", 1e3),
-            ],
+            UnitSystem::Si => [("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)],
             UnitSystem::Binary => [
                 ("Pi", 1125899906842624.0),
                 ("Ti", 1099511627776.0),
@@ -637,7 +676,11 @@ pub(crate) fn take_series(inv: &mut Invocation<'_>, i: usize) -> Vec<TimeSeries>
 pub(crate) fn py_slice_bounds(len: usize, start: Option<i64>, stop: Option<i64>) -> (usize, usize) {
     let len_i = len as i64;
     let clamp = |i: i64| -> usize {
-        let i = if i < 0 { (i + len_i).max(0) } else { i.min(len_i) };
+        let i = if i < 0 {
+            (i + len_i).max(0)
+        } else {
+            i.min(len_i)
+        };
         i as usize
     };
     let a = start.map_or(0, clamp);
@@ -662,12 +705,27 @@ pub(crate) fn py_index(len: usize, i: i64) -> Option<usize> {
 /// graphite-web's `_getPercentile` (NIST method): the `n`th percentile of the known
 /// values, optionally interpolated. `Ok(None)` when there is no value; `Err` where
 /// Python fails with an index error (`n` above 100 or far below 0).
-pub(crate) fn percentile(points: &[Option<f64>], n: f64, interpolate: bool) -> Result<Option<f64>, String> {
-    let mut sorted: Vec<f64> = points.iter().filter_map(|v| *v).collect();
+pub(crate) fn percentile(
+    points: &[Option<f64>],
+    n: f64,
+    interpolate: bool,
+) -> Result<Option<f64>, String> {
+    percentile_buf(points, n, interpolate, &mut Vec::new())
+}
+
+/// [`percentile`] with a scratch buffer, for callers that take many percentiles.
+pub(crate) fn percentile_buf(
+    points: &[Option<f64>],
+    n: f64,
+    interpolate: bool,
+    sorted: &mut Vec<f64>,
+) -> Result<Option<f64>, String> {
+    sorted.clear();
+    sorted.extend(points.iter().filter_map(|v| *v));
     if sorted.is_empty() {
         return Ok(None);
     }
-    py_sort_floats(&mut sorted);
+    py_sort_floats(sorted);
     let len = sorted.len();
     let fractional_rank = (n / 100.0) * (len + 1) as f64;
     let mut rank = py_int(fractional_rank);
@@ -701,10 +759,47 @@ pub(crate) fn py_square(x: f64) -> f64 {
 /// Python's `round(x, 6)`: correctly rounded to six decimals (half to even on the
 /// exact binary value), as `exponentialMovingAverage` rounds.
 pub(crate) fn round6(x: f64) -> f64 {
-    if !x.is_finite() {
+    // every double of magnitude 2^52 or more is an integer: nothing to round
+    if !x.is_finite() || x.abs() >= 4503599627370496.0 {
         return x;
     }
-    format!("{x:.6}").parse().unwrap_or(x)
+    // at most 16 integer digits, a sign, a point and six decimals: a stack buffer
+    let mut buf = StackText::<32>::new();
+    if std::fmt::Write::write_fmt(&mut buf, format_args!("{x:.6}")).is_err() {
+        return x;
+    }
+    buf.as_str().parse().unwrap_or(x)
+}
+
+/// A fixed-size text buffer for formatting without allocating.
+struct StackText<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackText<N> {
+    fn new() -> Self {
+        StackText {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl<const N: usize> std::fmt::Write for StackText<N> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > N {
+            return Err(std::fmt::Error);
+        }
+        self.bytes[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
 }
 
 // ---- Aligning series of different steps, graphite's `series.copy()`, calling a
@@ -772,7 +867,9 @@ pub(crate) fn normalize_list(series: &mut [TimeSeries]) -> Option<Span> {
 
 /// graphite-web's `formatPathExpressions`: the series' path expressions without
 /// repeats, in order, joined with `,` (what `sumSeries(a.*,b.*)` is named after).
-pub(crate) fn format_path_expressions<'a>(series: impl IntoIterator<Item = &'a TimeSeries>) -> String {
+pub(crate) fn format_path_expressions<'a>(
+    series: impl IntoIterator<Item = &'a TimeSeries>,
+) -> String {
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut out = String::new();
     for s in series {
@@ -893,7 +990,11 @@ pub(crate) fn py_round(x: f64, ndigits: i64) -> f64 {
             has_fraction || quotient.bytes().last().is_some_and(|d| (d - b'0') % 2 == 1)
         }
     };
-    let mut q: Vec<u8> = if quotient.is_empty() { vec![b'0'] } else { quotient.bytes().collect() };
+    let mut q: Vec<u8> = if quotient.is_empty() {
+        vec![b'0']
+    } else {
+        quotient.bytes().collect()
+    };
     if up {
         let mut i = q.len();
         loop {
@@ -955,13 +1056,22 @@ mod tests {
         // statistics.pstdev of [3, 1, 2, 1] is sqrt(0.6875)
         assert_eq!(f("stddev"), Some(0.6875f64.sqrt()));
         let empty: [Option<f64>; 2] = [None, None];
-        for name in ["sum", "average", "median", "min", "max", "diff", "stddev", "range", "last"] {
-            assert_eq!(AggFunc::from_name(name).unwrap().apply(&empty), None, "{name}");
+        for name in [
+            "sum", "average", "median", "min", "max", "diff", "stddev", "range", "last",
+        ] {
+            assert_eq!(
+                AggFunc::from_name(name).unwrap().apply(&empty),
+                None,
+                "{name}"
+            );
         }
         assert_eq!(AggFunc::Count.apply(&empty), Some(0.0));
         assert_eq!(AggFunc::AvgZero.apply(&empty), Some(0.0));
         assert_eq!(AggFunc::AvgZero.apply(&[]), None);
-        assert_eq!(AggFunc::Multiply.apply(&[Some(2.0), Some(-1.5)]), Some(-3.0));
+        assert_eq!(
+            AggFunc::Multiply.apply(&[Some(2.0), Some(-1.5)]),
+            Some(-3.0)
+        );
         // Python's sum() starts from int 0: a lone -0.0 sums to 0.0
         assert_eq!(AggFunc::Sum.apply(&[Some(-0.0)]).map(f64::to_bits), Some(0));
         assert!(AggFunc::from_name("sumSeries").is_none());
@@ -980,9 +1090,15 @@ mod tests {
     fn python_sort_is_stable_and_reversible() {
         let items = vec!["a", "b", "c", "d", "e"];
         let keys = [2.0, 1.0, 2.0, f64::NEG_INFINITY, 1.0];
-        assert_eq!(py_sort_by_keys(items.clone(), &keys, false), vec!["d", "b", "e", "a", "c"]);
+        assert_eq!(
+            py_sort_by_keys(items.clone(), &keys, false),
+            vec!["d", "b", "e", "a", "c"]
+        );
         // reverse keeps equal keys in their original order
-        assert_eq!(py_sort_by_keys(items, &keys, true), vec!["a", "c", "b", "e", "d"]);
+        assert_eq!(
+            py_sort_by_keys(items, &keys, true),
+            vec!["a", "c", "b", "e", "d"]
+        );
         // CPython: sorted([3.0, nan, 1.0, 2.0]) == [3.0, nan, 1.0, 2.0]
         let mut v = [3.0, f64::NAN, 1.0, 2.0];
         py_sort_floats(&mut v);
@@ -993,11 +1109,16 @@ mod tests {
         py_sort_floats(&mut v);
         assert_eq!((v[0], v[1], v[2]), (1.0, 4.0, 5.0));
         assert!(v[3].is_nan());
+        // without NaN, the sign of zero keeps its order, as in CPython
+        let mut z = [0.0, -0.0, -1.0, -0.0, 0.0];
+        py_sort_floats(&mut z);
+        let signs: Vec<bool> = z.iter().map(|v| v.is_sign_negative()).collect();
+        assert_eq!(signs, [true, false, true, true, false]);
         // the merge path agrees with a plain stable sort on ordered keys
         let mut long: Vec<f64> = (0..200).map(|i| ((i * 37) % 101) as f64).collect();
         let mut want = long.clone();
         want.sort_by(f64::total_cmp);
-        py_sort_floats(&mut long);
+        py_sort(&mut long, &|a: &f64, b: &f64| a < b);
         assert_eq!(long, want);
     }
 
@@ -1030,6 +1151,17 @@ mod tests {
     }
 
     #[test]
+    fn round6_like_python() {
+        // each checked against CPython 3.11's round(x, 6)
+        assert_eq!(round6(0.1234565), 0.123456);
+        assert_eq!(round6(2.5e-7), 0.0);
+        assert_eq!(round6(-1.0000005), -1.000001);
+        assert_eq!(round6(123456789.1234567), 123456789.123457);
+        assert_eq!(round6(1e300), 1e300);
+        assert!(round6(f64::NAN).is_nan());
+    }
+
+    #[test]
     fn percent_format_like_python() {
         // each checked against CPython 3.11's `template % value`
         let cases: &[(&str, f64, &str)] = &[
@@ -1057,16 +1189,30 @@ mod tests {
             assert_eq!(percent_format(t, v).as_deref(), Ok(want), "{t:?} % {v}");
         }
         assert!(percent_format("%x", 3.0).is_err());
+        assert!(percent_format("%999999999d", 3.0).is_err());
+        assert!(percent_format("%.99999999f", 3.0).is_err());
         assert!(percent_format("plain", 3.0).is_err());
         assert!(percent_format("%s %s", 3.0).is_err());
     }
 
     #[test]
     fn units_like_glyph() {
-        assert_eq!(format_units(1500.0, UnitSystem::Si, None), (1.5, "k".to_string()));
-        assert_eq!(format_units(2048.0, UnitSystem::Binary, Some("B")), (2.0, "KiB".to_string()));
-        assert_eq!(format_units(12.0, UnitSystem::Si, Some("b")), (12.0, "b".to_string()));
-        assert_eq!(format_units(-3e6, UnitSystem::Si, None), (-3.0, "M".to_string()));
+        assert_eq!(
+            format_units(1500.0, UnitSystem::Si, None),
+            (1.5, "k".to_string())
+        );
+        assert_eq!(
+            format_units(2048.0, UnitSystem::Binary, Some("B")),
+            (2.0, "KiB".to_string())
+        );
+        assert_eq!(
+            format_units(12.0, UnitSystem::Si, Some("b")),
+            (12.0, "b".to_string())
+        );
+        assert_eq!(
+            format_units(-3e6, UnitSystem::Si, None),
+            (-3.0, "M".to_string())
+        );
         assert_eq!(pad("ab", -4), "ab  ");
         assert_eq!(pad("ab", 4), "  ab");
         assert_eq!(pad("abcdef", -4), "abcdef");
@@ -1091,7 +1237,13 @@ mod alignment_tests {
     use super::*;
 
     fn series(step: i64, start: i64, n: usize) -> TimeSeries {
-        TimeSeries::new("x", start, start + step * n as i64, step, vec![Some(1.0); n])
+        TimeSeries::new(
+            "x",
+            start,
+            start + step * n as i64,
+            step,
+            vec![Some(1.0); n],
+        )
     }
 
     #[test]
@@ -1099,7 +1251,14 @@ mod alignment_tests {
         let mut list = vec![series(10, 100, 6), series(15, 90, 4), series(10, 110, 3)];
         let span = normalize_list(&mut list).unwrap();
         // lcm(10, 15) = 30; start 90, end max(160, 150, 140) = 160 trimmed to 150
-        assert_eq!(span, Span { start: 90, end: 150, step: 30 });
+        assert_eq!(
+            span,
+            Span {
+                start: 90,
+                end: 150,
+                step: 30
+            }
+        );
         let vpp: Vec<usize> = list.iter().map(|s| s.values_per_point).collect();
         assert_eq!(vpp, vec![3, 2, 3]);
         assert_eq!(normalize_list(&mut []), None);

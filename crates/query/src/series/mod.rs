@@ -5,10 +5,18 @@
 //! `None` is a missing point (graphite-web's `None`), distinct from a stored NaN.
 //! `values_per_point > 1` makes every reader see consolidated values, as graphite-web's
 //! `TimeSeries.__iter__` does; [`TimeSeries::consolidated`] is that view.
+//!
+//! - [`fetched`]: series fetched in bulk, held compactly ([`FetchedSet`]).
+//! - [`answer`]: a request's series in order, built lazily from such a set
+//!   ([`Answer`]), for renderers.
 
+mod answer;
+mod fetched;
 mod options;
 mod tags;
 
+pub use answer::{Answer, AnswerSeries};
+pub use fetched::FetchedSet;
 pub use options::SeriesOptions;
 pub use tags::Tags;
 

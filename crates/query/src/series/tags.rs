@@ -8,12 +8,23 @@
 
 /// Tag names and values in insertion order; setting an existing tag keeps its place,
 /// as a Python dict does.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Tags(Vec<(String, String)>);
+#[derive(Clone, Default)]
+pub struct Tags(Repr);
+
+/// Most series carry only `name` (every plain path does): that case is one
+/// allocation instead of a vector and two strings, which matters when a render holds
+/// a million series.
+#[derive(Clone, Default)]
+enum Repr {
+    #[default]
+    Empty,
+    Name(Box<str>),
+    List(Vec<(String, String)>),
+}
 
 impl Tags {
     pub fn new() -> Tags {
-        Tags(Vec::new())
+        Tags(Repr::Empty)
     }
 
     /// graphite-web's tags for a series called `name`.
@@ -34,30 +45,66 @@ impl Tags {
     }
 
     pub fn get(&self, tag: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == tag)
-            .map(|(_, v)| v.as_str())
+        self.iter().find(|(k, _)| *k == tag).map(|(_, v)| v)
     }
 
     /// Sets a tag, keeping the position of an existing one.
     pub fn set(&mut self, tag: &str, value: &str) {
-        match self.0.iter_mut().find(|(k, _)| k == tag) {
-            Some(slot) => slot.1 = value.to_string(),
-            None => self.0.push((tag.to_string(), value.to_string())),
+        match &mut self.0 {
+            Repr::Empty if tag == "name" => self.0 = Repr::Name(value.into()),
+            Repr::Name(n) if tag == "name" => *n = value.into(),
+            Repr::Empty => self.0 = Repr::List(vec![(tag.to_string(), value.to_string())]),
+            Repr::Name(n) => {
+                let list = vec![
+                    ("name".to_string(), n.to_string()),
+                    (tag.to_string(), value.to_string()),
+                ];
+                self.0 = Repr::List(list);
+            }
+            Repr::List(list) => match list.iter_mut().find(|(k, _)| k == tag) {
+                Some(slot) => slot.1 = value.to_string(),
+                None => list.push((tag.to_string(), value.to_string())),
+            },
         }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        let (name, list): (Option<&str>, &[(String, String)]) = match &self.0 {
+            Repr::Empty => (None, &[]),
+            Repr::Name(n) => (Some(n), &[]),
+            Repr::List(list) => (None, list),
+        };
+        name.map(|n| ("name", n))
+            .into_iter()
+            .chain(list.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        match &self.0 {
+            Repr::Empty => 0,
+            Repr::Name(_) => 1,
+            Repr::List(list) => list.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
+    }
+}
+
+impl PartialEq for Tags {
+    fn eq(&self, other: &Tags) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Tags {}
+
+impl std::fmt::Debug for Tags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Tags")
+            .field(&self.iter().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -187,6 +234,33 @@ mod tests {
         assert_eq!(
             pairs(&Tags::from_name("cpu;a!=b")),
             vec![("name", "cpu;a!=b")]
+        );
+    }
+
+    #[test]
+    fn name_only_and_lists_behave_alike() {
+        let mut a = Tags::from_name("a.b");
+        let mut b = Tags::new();
+        b.set("x", "1");
+        b.set("name", "a.b");
+        assert_ne!(a, b, "order matters, as in a dict");
+        assert_eq!(a.get("name"), Some("a.b"));
+        assert_eq!(a.get("x"), None);
+        a.set("name", "c");
+        assert_eq!(pairs(&a), vec![("name", "c")]);
+        a.set("x", "1");
+        a.set("name", "d");
+        assert_eq!(pairs(&a), vec![("name", "d"), ("x", "1")]);
+        assert_eq!(a.len(), 2);
+        let mut c = Tags::new();
+        c.set("name", "d");
+        c.set("x", "1");
+        assert_eq!(a, c);
+        assert!(Tags::new().is_empty());
+        assert_eq!(Tags::new(), Tags::default());
+        assert_eq!(
+            format!("{:?}", Tags::from_name("a")),
+            r#"Tags([("name", "a")])"#
         );
     }
 

@@ -5,10 +5,12 @@
 //!
 //! - [`format`]: header and footer layouts.
 //! - [`index`]: the chunked, varint-encoded series index.
+//! - [`lookup`]: many series looked up in ascending order (a merge-join over the index).
 //! - [`writer`]: writing a part.
 
 pub(crate) mod format;
 pub(crate) mod index;
+pub(crate) mod lookup;
 pub(crate) mod writer;
 
 use std::fs::File;

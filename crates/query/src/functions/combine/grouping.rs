@@ -218,7 +218,7 @@ pub(super) fn group_by_tags(
     let mut out = Vec::new();
     for (key, group) in groups.into_iter() {
         let tags = Tags::from_name(&key);
-        if tags.len() < 2 {
+        if key.contains(';') && tags.len() < 2 {
             // graphite-web fails reading the tags back (a series without one of the
             // tags gives an empty value)
             return Err(input_error(

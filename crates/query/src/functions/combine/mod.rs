@@ -10,7 +10,9 @@
 //!
 //! Names, tags, path expressions, steps and nulls are graphite-web 1.1.10's; each file
 //! says where sumi deliberately answers differently (always where graphite-web fails
-//! with a server error).
+//! with a server error). One difference of spelling only: where graphite-web computes
+//! Python integers (`countSeries`, the `count` aggregation) its JSON writes `3`; sumi's
+//! values are floats, written `3.0` — the same number to any JSON reader.
 
 pub(crate) mod aggregate;
 mod aggregating;

@@ -106,3 +106,108 @@ fn weighted_average_without_nodes_keeps_the_last_pair() {
     assert_eq!(got[0].values[3], Some(36.36363636363637));
     assert_eq!(got[0].values.len(), 5);
 }
+
+/// graphite-web 1.1.10's `SeriesFunctions` entries for these families (Combine,
+/// Transform, and consolidateBy/setXFilesFactor): name, group, whether it is an
+/// aggregator, and its parameters (`name:type`, `!` required, `*` multiple), as
+/// printed from graphite-web's tables.
+const GRAPHITE_WEB: &[(&str, &str, bool, &str)] = &[
+    ("aggregate", "Combine", false, "seriesList:seriesList!,func:aggFunc!,xFilesFactor:float"),
+    ("aggregateSeriesLists", "Combine", false, "seriesListFirstPos:seriesList!,seriesListSecondPos:seriesList!,func:aggFunc!,xFilesFactor:float"),
+    ("aggregateWithWildcards", "Combine", false, "seriesList:seriesList!,func:aggFunc!,position:node*"),
+    ("applyByNode", "Combine", false, "seriesList:seriesList!,nodeNum:node!,templateFunction:string!,newName:string"),
+    ("asPercent", "Combine", true, "seriesList:seriesList!,total:any,nodes:nodeOrTag*"),
+    ("averageSeries", "Combine", true, "seriesLists:seriesList!*"),
+    ("averageSeriesWithWildcards", "Combine", true, "seriesList:seriesList!,position:node*"),
+    ("avg", "Combine", true, "seriesLists:seriesList!*"),
+    ("countSeries", "Combine", true, "seriesLists:seriesList*"),
+    ("diffSeries", "Combine", true, "seriesLists:seriesList!*"),
+    ("diffSeriesLists", "Combine", true, "seriesListFirstPos:seriesList!,seriesListSecondPos:seriesList!"),
+    ("divideSeries", "Combine", false, "dividendSeriesList:seriesList!,divisorSeries:seriesList!"),
+    ("divideSeriesLists", "Combine", false, "dividendSeriesList:seriesList!,divisorSeriesList:seriesList!"),
+    ("group", "Combine", false, "seriesLists:seriesList*"),
+    ("groupByNode", "Combine", false, "seriesList:seriesList!,nodeNum:nodeOrTag!,callback:aggOrSeriesFunc"),
+    ("groupByNodes", "Combine", false, "seriesList:seriesList!,callback:aggOrSeriesFunc!,nodes:nodeOrTag*"),
+    ("groupByTags", "Combine", false, "seriesList:seriesList!,callback:aggOrSeriesFunc!,tags:tag!*"),
+    ("map", "Combine", false, "seriesList:seriesList!,mapNodes:nodeOrTag!*"),
+    ("mapSeries", "Combine", false, "seriesList:seriesList!,mapNodes:nodeOrTag!*"),
+    ("maxSeries", "Combine", true, "seriesLists:seriesList!*"),
+    ("minSeries", "Combine", true, "seriesLists:seriesList!*"),
+    ("multiplySeries", "Combine", true, "seriesLists:seriesList!*"),
+    ("multiplySeriesLists", "Combine", true, "seriesListFirstPos:seriesList!,seriesListSecondPos:seriesList!"),
+    ("multiplySeriesWithWildcards", "Combine", true, "seriesList:seriesList!,position:node*"),
+    ("pct", "Combine", true, "seriesList:seriesList!,total:any,nodes:nodeOrTag*"),
+    ("percentileOfSeries", "Combine", false, "seriesList:seriesList!,n:float!,interpolate:boolean"),
+    ("powSeries", "Combine", true, "seriesList:seriesList!*"),
+    ("rangeOfSeries", "Combine", true, "seriesLists:seriesList!*"),
+    ("reduce", "Combine", false, "seriesLists:seriesLists!,reduceFunction:string!,reduceNode:node!,reduceMatchers:string!*"),
+    ("reduceSeries", "Combine", false, "seriesLists:seriesLists!,reduceFunction:string!,reduceNode:node!,reduceMatchers:string!*"),
+    ("stddevSeries", "Combine", true, "seriesLists:seriesList!*"),
+    ("sum", "Combine", true, "seriesLists:seriesList!*"),
+    ("sumSeries", "Combine", true, "seriesLists:seriesList!*"),
+    ("sumSeriesLists", "Combine", true, "seriesListFirstPos:seriesList!,seriesListSecondPos:seriesList!"),
+    ("sumSeriesWithWildcards", "Combine", true, "seriesList:seriesList!,position:node*"),
+    ("weightedAverage", "Combine", false, "seriesListAvg:seriesList!,seriesListWeight:seriesList!,nodes:nodeOrTag*"),
+    ("absolute", "Transform", false, "seriesList:seriesList!"),
+    ("add", "Transform", false, "seriesList:seriesList!,constant:float!"),
+    ("compressPeriodicGaps", "Transform", false, "seriesList:seriesList!"),
+    ("consolidateBy", "Special", false, "seriesList:seriesList!,consolidationFunc:string!"),
+    ("delay", "Transform", false, "seriesList:seriesList!,steps:integer!"),
+    ("derivative", "Transform", false, "seriesList:seriesList!"),
+    ("exp", "Transform", false, "seriesList:seriesList!"),
+    ("hitcount", "Transform", false, "seriesList:seriesList!,intervalString:interval!,alignToInterval:boolean"),
+    ("integral", "Transform", false, "seriesList:seriesList!"),
+    ("integralByInterval", "Transform", false, "seriesList:seriesList!,intervalUnit:string!"),
+    ("interpolate", "Transform", false, "seriesList:seriesList!,limit:intOrInf"),
+    ("invert", "Transform", false, "seriesList:seriesList!"),
+    ("isNonNull", "Transform", false, "seriesList:seriesList!"),
+    ("keepLastValue", "Transform", false, "seriesList:seriesList!,limit:intOrInf"),
+    ("log", "Transform", false, "seriesList:seriesList!,base:integer"),
+    ("logit", "Transform", false, "seriesList:seriesList!"),
+    ("minMax", "Transform", false, "seriesList:seriesList!"),
+    ("nonNegativeDerivative", "Transform", false, "seriesList:seriesList!,maxValue:float,minValue:float"),
+    ("offset", "Transform", false, "seriesList:seriesList!,factor:float!"),
+    ("offsetToZero", "Transform", false, "seriesList:seriesList!"),
+    ("perSecond", "Transform", false, "seriesList:seriesList!,maxValue:float,minValue:float"),
+    ("pow", "Transform", false, "seriesList:seriesList!,factor:float!"),
+    ("round", "Transform", false, "seriesList:seriesList!,precision:integer"),
+    ("scale", "Transform", false, "seriesList:seriesList!,factor:float!"),
+    ("scaleToSeconds", "Transform", false, "seriesList:seriesList!,seconds:float!"),
+    ("setXFilesFactor", "Special", false, "seriesList:seriesList!,xFilesFactor:float!"),
+    ("sigmoid", "Transform", false, "seriesList:seriesList!"),
+    ("smartSummarize", "Transform", false, "seriesList:seriesList!,intervalString:interval!,func:aggFunc,alignTo:string"),
+    ("squareRoot", "Transform", false, "seriesList:seriesList!"),
+    ("summarize", "Transform", false, "seriesList:seriesList!,intervalString:interval!,func:aggFunc,alignToFrom:boolean"),
+    ("timeShift", "Transform", false, "seriesList:seriesList!,timeShift:interval!,resetEnd:boolean,alignDst:boolean"),
+    ("timeSlice", "Transform", false, "seriesList:seriesList!,startSliceAt:date!,endSliceAt:date"),
+    ("timeStack", "Transform", false, "seriesList:seriesList!,timeShiftUnit:interval,timeShiftStart:integer,timeShiftEnd:integer"),
+    ("transformNull", "Transform", false, "seriesList:seriesList!,default:float,referenceSeries:seriesList"),
+    ("xFilesFactor", "Special", false, "seriesList:seriesList!,xFilesFactor:float!"),
+];
+
+#[test]
+fn the_table_matches_graphite_web() {
+    let reg = Registry::standard();
+    for &(name, group, aggregator, params) in GRAPHITE_WEB {
+        let def = reg
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not registered"));
+        assert_eq!(def.group, group, "{name}");
+        assert_eq!(def.aggregator, aggregator, "{name}");
+        let ours: Vec<String> = def
+            .params
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}:{}{}{}",
+                    p.name,
+                    p.ty.name(),
+                    if p.required { "!" } else { "" },
+                    if p.multiple { "*" } else { "" }
+                )
+            })
+            .collect();
+        assert_eq!(ours.join(","), params, "{name}");
+        assert!(!def.description.is_empty(), "{name}");
+    }
+}

@@ -239,8 +239,7 @@ pub(super) fn smart_summarize(
     };
     let mut out = Vec::with_capacity(series.len());
     for mut s in series {
-        let Some((values, aligned_end)) = summarize_values(&s, f, interval, s.start, s.end)
-        else {
+        let Some((values, aligned_end)) = summarize_values(&s, f, interval, s.start, s.end) else {
             return Err(too_many(inv.name));
         };
         s.tags.set("smartSummarize", &text);

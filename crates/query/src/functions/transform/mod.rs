@@ -10,6 +10,9 @@
 //! - [`buckets`]: `summarize`, `smartSummarize`, `hitcount`.
 //! - [`time`]: `timeShift`, `timeStack`, `timeSlice`.
 //! - [`consolidation`]: `consolidateBy`, `setXFilesFactor`.
+//!
+//! `isNonNull` and `transformNull` without a default give Python integers in
+//! graphite-web (`1`, `0` in its JSON); sumi's values are floats (`1.0`, `0.0`).
 
 mod buckets;
 mod consolidation;

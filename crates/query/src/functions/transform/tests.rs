@@ -80,3 +80,34 @@ fn intervals_must_be_positive() {
     assert!(eval("integralByInterval(t.counter,'0s')").is_err());
     assert!(eval("log(t.counter,1)").is_err());
 }
+
+#[test]
+fn time_slice_reads_relative_bounds_against_the_request_now() {
+    // graphite-web reads '-9min' against the wall clock; sumi against the request's now
+    let got = eval("timeSlice(t.counter,'-9min','-8min')").unwrap();
+    let (start, end) = (NOW - 540, NOW - 480);
+    assert_eq!(got[0].name, format!("timeSlice(t.counter, {start}, {end})"));
+    assert_eq!(
+        got[0].tags.get("timeSliceStart"),
+        Some(start.to_string().as_str())
+    );
+    // the window counts from the request's from (NOW - 660), one step per value
+    let kept: Vec<bool> = got[0].values.iter().map(Option::is_some).collect();
+    let want: Vec<bool> = (0..got[0].values.len() as i64)
+        .map(|i| {
+            let t = NOW - 660 + i * 60;
+            t >= start
+                && t <= end
+                && [Some(90.0), None, Some(98.0), Some(3.0)][i as usize].is_some()
+        })
+        .collect();
+    assert_eq!(kept, want);
+}
+
+#[test]
+fn align_dst_changes_nothing_in_utc() {
+    let plain = eval("timeShift(t.counter,'2min')").unwrap();
+    let aligned = eval("timeShift(t.counter,'2min',true,true)").unwrap();
+    assert_eq!(plain, aligned);
+    assert_eq!(plain[0].name, "timeShift(t.counter, \"-2min\")");
+}

@@ -1,0 +1,308 @@
+//! Graph images and summaries: a graph's (or a complex graph's) views evaluated
+//! over its period and drawn with the rrd preset of `sumi_render::graph`; and
+//! [`render_image`], the PNG/SVG output of graphite-web's `/render`.
+//!
+//! GrowthForecast's `width`/`height` are rrdgraph's: the size of the plot, not of the
+//! image. The image is made larger by the room the title, the axes and the legend
+//! take, about as rrdgraph does, except with `graphonly=1`.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono_tz::Tz;
+use sumi_query::series::TimeSeries;
+use sumi_query::{Evaluator, RequestContext, TimeRange};
+use sumi_render::graph::{
+    render_graph, DrawType, GraphError, GraphOptions, GraphSeries, ImageFormat,
+};
+
+use super::db::{Graph, Vrule};
+use super::view::{target, Cf, GraphParams, Gmode, Period, SeededSource};
+use super::GfError;
+use crate::params::Params;
+use crate::AppState;
+
+/// One line or area of a graph.
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub graph: Graph,
+    pub draw: DrawType,
+    pub gmode: Gmode,
+    /// Stacked on the items before it (ignored for the first).
+    pub stack: bool,
+}
+
+impl Item {
+    /// A graph drawn alone, in `gmode`, with its own type for that view.
+    pub fn single(graph: Graph, gmode: Gmode) -> Item {
+        let draw = match gmode {
+            Gmode::Gauge => &graph.draw,
+            Gmode::Subtract => &graph.stype,
+        };
+        Item {
+            draw: draw.parse().unwrap_or(DrawType::Area),
+            graph,
+            gmode,
+            stack: false,
+        }
+    }
+}
+
+/// One evaluated item: its values over the period (empty when it has none).
+#[derive(Clone, Debug)]
+pub struct Evaluated {
+    pub name: String,
+    /// `service/section/graph` (or `total`), the key of summaries.
+    pub key: String,
+    pub series: Option<TimeSeries>,
+}
+
+/// Reads every item's view, and with `sumup` a `total` of them.
+pub fn evaluate(
+    state: &AppState,
+    items: &[Item],
+    period: &Period,
+    cf: Cf,
+    sumup: bool,
+    tz: Tz,
+) -> Result<Vec<Evaluated>, GfError> {
+    let counters = items
+        .iter()
+        .filter(|i| i.graph.derive)
+        .map(|i| i.graph.series.clone());
+    let source = SeededSource::new(&state.source, counters);
+    let evaluator = Evaluator::new(&source, &state.functions);
+    let ctx = RequestContext::new(
+        TimeRange {
+            from: period.from,
+            until: period.until,
+            now: period.until.max(crate::unix_now()),
+        },
+        tz,
+    );
+    let targets: Vec<String> = items
+        .iter()
+        .map(|i| target(&i.graph, i.gmode, period, cf))
+        .collect();
+    let mut out = Vec::with_capacity(items.len() + 1);
+    for (item, t) in items.iter().zip(&targets) {
+        let series = evaluator
+            .evaluate_targets(&ctx, std::slice::from_ref(t))
+            .map_err(|e| GfError::Query(e.to_string()))?
+            .into_iter()
+            .next();
+        let g = &item.graph;
+        out.push(Evaluated {
+            name: g.graph_name.clone(),
+            key: format!("{}/{}/{}", g.service_name, g.section_name, g.graph_name),
+            series,
+        });
+    }
+    if sumup && !targets.is_empty() {
+        let total = format!("sumSeries({})", targets.join(","));
+        let series = evaluator
+            .evaluate_targets(&ctx, &[total])
+            .map_err(|e| GfError::Query(e.to_string()))?
+            .into_iter()
+            .next();
+        out.push(Evaluated {
+            name: "total".into(),
+            key: "total".into(),
+            series,
+        });
+    }
+    Ok(out)
+}
+
+/// `[cur, avg, max, min]` of a series (`None` when it has no value), as
+/// GrowthForecast's `/summary` and its legend report them.
+pub fn stats(series: Option<&TimeSeries>) -> [Option<f64>; 4] {
+    let Some(s) = series else {
+        return [None; 4];
+    };
+    let known: Vec<f64> = s.values.iter().flatten().copied().filter(|v| !v.is_nan()).collect();
+    if known.is_empty() {
+        return [None; 4];
+    }
+    let sum: f64 = known.iter().sum();
+    [
+        known.last().copied(),
+        Some(sum / known.len() as f64),
+        known.iter().copied().reduce(f64::max),
+        known.iter().copied().reduce(f64::min),
+    ]
+}
+
+/// The image size for rrdgraph's plot size `w`×`h`.
+fn image_size(p: &GraphParams, legend_rows: usize) -> (u32, u32) {
+    if p.graph_only {
+        return (p.width, p.height);
+    }
+    let title = if p.no_title { 10 } else { 30 };
+    let legend = if p.legend { 16 * legend_rows as u32 + 8 } else { 0 };
+    let vlabel = if p.vertical_label.is_some() { 16 } else { 0 };
+    (
+        (p.width + 86 + vlabel).min(4000),
+        (p.height + title + 26 + legend).min(4000),
+    )
+}
+
+/// Draws evaluated items (in order, `items[i]` for `evaluated[i]`; a `total` last).
+pub fn draw(
+    items: &[Item],
+    evaluated: &[Evaluated],
+    vrules: &[Vrule],
+    params: &GraphParams,
+    title_prefix: &str,
+    tz: Tz,
+) -> Result<Vec<u8>, GraphError> {
+    let period = &params.period;
+    let mut opts = GraphOptions::rrd();
+    let vrule_rows = if params.vrule_legend {
+        vrules.iter().filter(|v| !v.description.is_empty()).count()
+    } else {
+        0
+    };
+    let (w, h) = image_size(params, evaluated.len() + vrule_rows);
+    opts.width = w;
+    opts.height = h;
+    if !params.no_title {
+        opts.title = format!("{title_prefix}{}", period.title);
+    }
+    opts.hide_legend = Some(!params.legend);
+    opts.graph_only = params.graph_only;
+    if params.logarithmic {
+        opts.log_base = Some(10.0);
+    }
+    opts.vtitle = params.vertical_label.clone().unwrap_or_else(|| {
+        items
+            .first()
+            .map(|i| i.graph.unit.clone())
+            .unwrap_or_default()
+    });
+    if params.rigid {
+        opts.y.min = params.lower_limit.or(Some(0.0));
+        opts.y.max = params.upper_limit.map(sumi_render::graph::AxisMax::Value);
+    } else {
+        if let Some(l) = params.lower_limit {
+            opts.soft_min = Some(l);
+        }
+        opts.soft_max = params.upper_limit;
+    }
+    if let Some(bg) = &params.background {
+        opts.background = bg.clone();
+    }
+    if let Some(fg) = &params.font_color {
+        opts.foreground = fg.clone();
+    }
+    let step = period.resolution.max(1);
+    let start = period.from - period.from.rem_euclid(step);
+    let slots = ((period.until - start) / step + 1).max(1) as usize;
+    let mut series = Vec::with_capacity(evaluated.len() + vrules.len());
+    for (i, ev) in evaluated.iter().enumerate() {
+        let mut gs = match &ev.series {
+            Some(ts) => GraphSeries::from_time_series(ts),
+            None => GraphSeries::new("", start, step, vec![None; slots]),
+        };
+        gs.name = ev.name.clone();
+        match items.get(i) {
+            Some(item) => {
+                gs = gs.with_draw(item.draw, item.stack && i > 0);
+                gs.color = Some(item.graph.color.clone());
+            }
+            None => {
+                // the total: in the legend only, as rrdgraph's LINE0
+                gs.invisible = true;
+                gs.color = Some("#cccccc".into());
+            }
+        }
+        series.push(gs);
+    }
+    for v in vrules {
+        let at = ((v.time - start) / step).clamp(0, slots as i64 - 1) as usize;
+        let mut values = vec![None; slots];
+        if let Some(slot) = values.get_mut(at) {
+            *slot = Some(1.0);
+        }
+        let name = if params.vrule_legend {
+            v.description.clone()
+        } else {
+            String::new()
+        };
+        let mut gs = GraphSeries::new(name, start, step, values);
+        gs.draw_as_infinite = true;
+        gs.color = Some(v.color.clone());
+        if !v.dashes.is_empty() {
+            gs.dashed = Some(v.dashes.split(',').next().and_then(|d| d.trim().parse().ok()).unwrap_or(5.0));
+        }
+        series.push(gs);
+    }
+    let format = if params.svg {
+        ImageFormat::Svg
+    } else {
+        ImageFormat::Png
+    };
+    render_graph(&series, &opts, period.from, period.until, tz, format)
+}
+
+/// An image answer.
+pub fn image_response(bytes: Vec<u8>, svg: bool) -> Response {
+    let ct = if svg {
+        ImageFormat::Svg.content_type()
+    } else {
+        ImageFormat::Png.content_type()
+    };
+    (StatusCode::OK, [(header::CONTENT_TYPE, ct)], bytes).into_response()
+}
+
+/// `/render?format=png|svg` (and `/render` without a format): graphite-web's graph of
+/// the evaluated targets, with its graph parameters (`width`, `height`, `title`,
+/// `areaMode`, `style=rrd`, …). `from`/`until` are the request's interval.
+pub fn render_image(
+    series: &[TimeSeries],
+    params: &Params,
+    tz: Tz,
+    from: i64,
+    until: i64,
+    svg: bool,
+) -> Response {
+    let opts = match GraphOptions::from_params(params.pairs()) {
+        Ok(o) => o,
+        Err(e) => return crate::bad_request(e),
+    };
+    let lines: Vec<GraphSeries> = series.iter().map(GraphSeries::from_time_series).collect();
+    let format = if svg {
+        ImageFormat::Svg
+    } else {
+        ImageFormat::Png
+    };
+    match render_graph(&lines, &opts, from, until, tz, format) {
+        Ok(bytes) => image_response(bytes, svg),
+        Err(e) if e.is_client_error() => crate::bad_request(e),
+        Err(e) => crate::server_error(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_of_values() {
+        let ts = TimeSeries::new("x", 0, 300, 60, vec![Some(1.0), None, Some(5.0), Some(3.0), None]);
+        assert_eq!(stats(Some(&ts)), [Some(3.0), Some(3.0), Some(5.0), Some(1.0)]);
+        assert_eq!(stats(None), [None; 4]);
+        let empty = TimeSeries::new("x", 0, 120, 60, vec![None, None]);
+        assert_eq!(stats(Some(&empty)), [None; 4]);
+    }
+
+    #[test]
+    fn items_take_the_type_of_their_view() {
+        let mut g = crate::growthforecast::json::tests::graph(1, "s", "t", "g");
+        g.draw = "LINE2".into();
+        g.stype = "LINE1".into();
+        assert_eq!(Item::single(g.clone(), Gmode::Gauge).draw, DrawType::Line2);
+        assert_eq!(Item::single(g.clone(), Gmode::Subtract).draw, DrawType::Line1);
+        g.draw = "bogus".into();
+        assert_eq!(Item::single(g, Gmode::Gauge).draw, DrawType::Area);
+    }
+}
