@@ -6,7 +6,11 @@
 //! - [`ingest_api`]: points over HTTP: `/api/v0/tsdb` (JSON bulk), `/api/v1/write`
 //!   (Prometheus remote write).
 //! - [`functions_api`]: `/functions` (the function definitions) and `/version`.
-//! - [`ops`]: `/metrics` in Prometheus text format (without `query`) and `/health`.
+//! - [`ops`]: `/metrics` in Prometheus text format (without `query`), `/health` and
+//!   `/ready`.
+//! - [`auth`]: access control (tokens for reads, writes, admin), a middleware around
+//!   every route.
+//! - [`reqstats`]: request counts and latency per route, a middleware around that.
 //! - [`params`]: request parameters merged as Django merges them.
 //! - [`source`]: the store seen through the query crate's `SeriesSource` seam.
 //! - [`growthforecast`]: GrowthForecast's HTTP API (`/api/...`, `/json/...`, `/graph/...`,
@@ -17,6 +21,7 @@
 //! the store through mmap and may take a while); errors a client caused are 400s with
 //! a message saying what was wrong, never a 500.
 
+pub mod auth;
 pub mod functions_api;
 pub mod growthforecast;
 pub mod ingest_api;
@@ -24,6 +29,7 @@ pub mod metrics_api;
 pub mod ops;
 pub mod params;
 pub mod render;
+pub mod reqstats;
 pub mod source;
 pub mod ui;
 
@@ -34,6 +40,7 @@ use std::time::Instant;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::Router;
@@ -58,6 +65,12 @@ pub struct AppState {
     pub started: Instant,
     /// GrowthForecast's metadata database and post writer.
     pub gf: growthforecast::Gf,
+    /// Who may call what (default: everyone, see [`auth`]).
+    pub auth: Arc<auth::Auth>,
+    /// Request counts and latencies, for `/metrics` and self-monitoring.
+    pub http_stats: Arc<reqstats::HttpStats>,
+    /// What `/ready` answers; the server marks it ready and stopping.
+    pub readiness: Arc<ops::Readiness>,
 }
 
 /// A configuration error of the HTTP stage.
@@ -93,12 +106,18 @@ impl AppState {
             functions: Registry::standard(),
             default_tz: tz,
             started: Instant::now(),
+            auth: Arc::new(auth::Auth::open()),
+            http_stats: Arc::new(reqstats::HttpStats::default()),
+            readiness: Arc::new(ops::Readiness::default()),
         })
     }
 }
 
-/// The routes.
+/// The routes, behind access control ([`auth::require`]), behind request counting
+/// ([`reqstats::record`], outermost, so refused requests are counted too).
 pub fn router(state: Arc<AppState>) -> Router {
+    let auth = state.auth.clone();
+    let stats = state.http_stats.clone();
     Router::new()
         .route("/render", any(render::handle))
         .route("/render/", any(render::handle))
@@ -123,9 +142,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/version", any(functions_api::version))
         .route("/version/", any(functions_api::version))
         .route("/health", get(ops::health))
+        .route("/ready", get(ops::ready))
         .merge(growthforecast::routes())
         .merge(ui::routes())
         .with_state(state)
+        .layer(from_fn_with_state(auth, auth::require))
+        .layer(from_fn_with_state(stats, reqstats::record))
 }
 
 /// `/metrics` is two things: graphite-web's alias of `/metrics/find` (when there is a

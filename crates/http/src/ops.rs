@@ -1,5 +1,7 @@
-//! Operations endpoints: `/metrics` in Prometheus text format and `/health`.
+//! Operations endpoints: `/metrics` in Prometheus text format, `/health` (the store
+//! takes writes) and `/ready` (the server is up and not shutting down).
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -15,6 +17,8 @@ pub fn prometheus(state: &AppState) -> Response {
     let mut text = String::with_capacity(8 * 1024);
     state.ingest.write_prometheus(&mut text);
     state.store.write_prometheus(&mut text);
+    state.http_stats.write_prometheus(&mut text);
+    state.auth.write_prometheus(&mut text);
     text.push_str("# TYPE sumi_uptime_seconds gauge\n");
     text.push_str(&format!(
         "sumi_uptime_seconds {:.3}\n",
@@ -43,6 +47,46 @@ pub async fn health(State(state): State<Arc<AppState>>) -> Response {
         )
             .into_response()
     }
+}
+
+/// Where the server is in its life, for `/ready`.
+#[derive(Debug, Default)]
+pub struct Readiness(AtomicU8);
+
+const STARTING: u8 = 0;
+const READY: u8 = 1;
+const STOPPING: u8 = 2;
+
+impl Readiness {
+    /// The store is open and every listener is up.
+    pub fn set_ready(&self) {
+        // never back from stopping
+        let _ = self
+            .0
+            .compare_exchange(STARTING, READY, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// Shutdown has begun: load balancers should send traffic elsewhere.
+    pub fn set_stopping(&self) {
+        self.0.store(STOPPING, Ordering::SeqCst);
+    }
+
+    /// Whether `/ready` answers 200.
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == READY
+    }
+}
+
+/// 200 once the server has started (store open, listeners up) while the store takes
+/// writes; 503 before, while shutting down, or when the store refuses writes.
+pub async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    let why = match state.readiness.0.load(Ordering::SeqCst) {
+        STARTING => "starting",
+        STOPPING => "shutting down",
+        _ if !state.store.is_healthy() => "store is not accepting writes",
+        _ => return (StatusCode::OK, "ready\n").into_response(),
+    };
+    (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response()
 }
 
 /// The family a sample or comment line belongs to (`name` of `name{labels} value`,
@@ -111,6 +155,18 @@ fn merge_families(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn readiness_goes_one_way() {
+        let r = Readiness::default();
+        assert!(!r.is_ready());
+        r.set_ready();
+        assert!(r.is_ready());
+        r.set_stopping();
+        assert!(!r.is_ready());
+        r.set_ready();
+        assert!(!r.is_ready(), "stopping is final");
+    }
 
     #[test]
     fn families_are_merged_once() {

@@ -41,6 +41,9 @@ use crate::{bad_request, rendered, request_params, request_tz, server_error, uni
 const CHUNK_BYTES: usize = 256 * 1024;
 /// Chunks waiting for the connection before the writer blocks.
 const CHUNKS_IN_FLIGHT: usize = 4;
+/// Values in an answer above which its memory is handed back to the system once the
+/// answer is sent (see [`release_memory`]).
+const BIG_ANSWER_POINTS: usize = 1_000_000;
 
 pub async fn handle(
     State(state): State<Arc<AppState>>,
@@ -78,7 +81,8 @@ fn format_of(params: &Params) -> &str {
 }
 
 fn render(state: &AppState, params: &Params, reply: oneshot::Sender<Response>) {
-    match evaluate_and_render(state, params) {
+    let mut big = false;
+    match evaluate_and_render(state, params, &mut big) {
         Rendering::Done(resp) => {
             let _ = reply.send(resp);
         }
@@ -87,13 +91,29 @@ fn render(state: &AppState, params: &Params, reply: oneshot::Sender<Response>) {
             content_type,
         } => stream_json(chunks, content_type, reply),
     }
+    if big {
+        release_memory();
+    }
+}
+
+/// Hands memory freed by a big answer back to the system. glibc keeps freed memory
+/// in per-thread arenas and renders run on whichever blocking thread is free, so
+/// without this every arena keeps the peak of the biggest render it served.
+/// Measured with 1M series x 10 points loaded: RSS 245 MB after loading, 553 MB after
+/// fifteen renders of all of them (peak 714 MB); a trim took it back to 313 MB.
+fn release_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim walks glibc's own free lists and takes no pointer from us.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// A response, or a JSON document still to be written.
 enum Rendering {
     Done(Response),
     Json {
-        chunks: sumi_render::series_json::JsonChunks<sumi_query::series::AnswerSeries>,
+        chunks: Box<sumi_render::series_json::JsonChunks<sumi_query::series::AnswerSeries>>,
         content_type: &'static str,
     },
 }
@@ -151,7 +171,9 @@ fn too_large(msg: impl std::fmt::Display) -> Response {
         .into_response()
 }
 
-fn evaluate_and_render(state: &AppState, params: &Params) -> Rendering {
+/// Evaluates the request; `big` is set when the answer is worth a
+/// [`release_memory`] once it is sent.
+fn evaluate_and_render(state: &AppState, params: &Params, big: &mut bool) -> Rendering {
     let done = Rendering::Done;
     let mut targets = params.get_all("target");
     if targets.is_empty() {
@@ -212,6 +234,7 @@ fn evaluate_and_render(state: &AppState, params: &Params) -> Rendering {
         Err(e) if e.is_input_error() => return done(bad_request(e)),
         Err(e) => return done(server_error(e)),
     };
+    *big = answer.extents().map(|(_, _, n)| n).sum::<usize>() > BIG_ANSWER_POINTS;
     if format == "json" {
         let opts = JsonOptions {
             max_data_points: ctx.max_data_points,
@@ -221,7 +244,7 @@ fn evaluate_and_render(state: &AppState, params: &Params) -> Rendering {
         };
         return Rendering::Json {
             content_type: json_content_type(&opts),
-            chunks: render_json_chunks(answer, &opts, CHUNK_BYTES),
+            chunks: Box::new(render_json_chunks(answer, &opts, CHUNK_BYTES)),
         };
     }
     let series = answer.into_vec();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use sumi_model::{Clock, SystemClock};
 
 use crate::frame::DEFAULT_MAX_LINE_BYTES;
+use crate::listen::allow::SourceAllowlist;
 use crate::pickle::PickleLimits;
 
 /// How [`crate::listen`] calls the synchronous [`crate::Sink::append`].
@@ -54,6 +55,11 @@ pub struct PlaintextOptions {
     pub shutdown_grace: Duration,
     /// The time that replaces a timestamp of `-1`. Default: the system clock.
     pub clock: Arc<dyn Clock>,
+    /// The sources that may send: TCP connections from elsewhere are closed unread
+    /// and UDP datagrams dropped, each counted and logged (rate-limited). Default
+    /// `None`: every source (the listeners bind to loopback unless configured
+    /// otherwise, which is the first line of defence).
+    pub allow: Option<Arc<SourceAllowlist>>,
 }
 
 impl Default for PlaintextOptions {
@@ -68,6 +74,7 @@ impl Default for PlaintextOptions {
             retry_max: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(5),
             clock: Arc::new(SystemClock),
+            allow: None,
         }
     }
 }
@@ -99,6 +106,7 @@ impl std::fmt::Debug for PlaintextOptions {
             .field("retry_max", &self.retry_max)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("now", &self.clock.now())
+            .field("allow", &self.allow.as_ref().map(|a| a.to_string()))
             .finish()
     }
 }

@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use ratelog::{RateLimiter, SAMPLE_BYTES, SLOT_LISTENER, SLOT_REFUSED};
+use ratelog::{RateLimiter, SAMPLE_BYTES, SLOT_ALLOWLIST, SLOT_LISTENER, SLOT_REFUSED};
 
 pub use ratelog::escape_sample;
 
@@ -162,7 +162,9 @@ pub struct IngestStats {
     conns_open: AtomicU64,
     conns_total: AtomicU64,
     conns_refused: AtomicU64,
+    conns_refused_allowlist: AtomicU64,
     udp_datagrams: AtomicU64,
+    udp_refused_allowlist: AtomicU64,
     logs: RateLimiter,
 }
 
@@ -189,8 +191,12 @@ pub struct StatsSnapshot {
     pub connections_total: u64,
     /// TCP connections closed at once because of the connection limit.
     pub connections_refused: u64,
+    /// TCP connections closed at once because their source is not in the allowlist.
+    pub connections_refused_allowlist: u64,
     /// UDP datagrams read.
     pub udp_datagrams: u64,
+    /// UDP datagrams dropped because their source is not in the allowlist.
+    pub udp_refused_allowlist: u64,
 }
 
 impl StatsSnapshot {
@@ -219,7 +225,9 @@ impl IngestStats {
             conns_open: AtomicU64::new(0),
             conns_total: AtomicU64::new(0),
             conns_refused: AtomicU64::new(0),
+            conns_refused_allowlist: AtomicU64::new(0),
             udp_datagrams: AtomicU64::new(0),
+            udp_refused_allowlist: AtomicU64::new(0),
             logs: RateLimiter::new(log_interval),
         }
     }
@@ -272,7 +280,9 @@ impl IngestStats {
             connections_open: self.conns_open.load(Relaxed),
             connections_total: self.conns_total.load(Relaxed),
             connections_refused: self.conns_refused.load(Relaxed),
+            connections_refused_allowlist: self.conns_refused_allowlist.load(Relaxed),
             udp_datagrams: self.udp_datagrams.load(Relaxed),
+            udp_refused_allowlist: self.udp_refused_allowlist.load(Relaxed),
         }
     }
 
@@ -289,7 +299,7 @@ impl IngestStats {
     /// datagrams), each with its `# TYPE` line.
     pub fn write_own_families(&self, out: &mut String) {
         let s = self.snapshot();
-        let families: [(&str, &str, u64); 7] = [
+        let families: [(&str, &str, u64); 6] = [
             ("sumi_points_received_total", "counter", s.points_received),
             (
                 "sumi_ingest_names_renamed_total",
@@ -308,15 +318,19 @@ impl IngestStats {
                 "counter",
                 s.connections_total,
             ),
-            (
-                "sumi_carbon_connections_refused_total",
-                "counter",
-                s.connections_refused,
-            ),
         ];
         for (name, kind, value) in families {
             let _ = writeln!(out, "# TYPE {name} {kind}\n{name} {value}");
         }
+        let _ = writeln!(
+            out,
+            "# TYPE sumi_carbon_connections_refused_total counter\n\
+             sumi_carbon_connections_refused_total{{reason=\"limit\"}} {}\n\
+             sumi_carbon_connections_refused_total{{reason=\"allowlist\"}} {}\n\
+             # TYPE sumi_ingest_udp_datagrams_refused_total counter\n\
+             sumi_ingest_udp_datagrams_refused_total{{reason=\"allowlist\"}} {}",
+            s.connections_refused, s.connections_refused_allowlist, s.udp_refused_allowlist
+        );
     }
 
     /// The samples of `sumi_points_rejected_total` for ingest's reasons (every reason,
@@ -368,6 +382,31 @@ impl IngestStats {
     pub(crate) fn log_refused_connection(&self, peer: SocketAddr, limit: u64) {
         if let Some(suppressed) = self.logs.allow_slot(SLOT_REFUSED, Instant::now()) {
             tracing::warn!(%peer, limit, suppressed, "refusing carbon connection: connection limit reached");
+        }
+    }
+
+    /// Counts a TCP connection closed because its source is not in the allowlist, and
+    /// logs it at most once per interval.
+    pub(crate) fn refuse_connection_source(&self, peer: SocketAddr, listener: &str) {
+        self.conns_refused_allowlist.fetch_add(1, Relaxed);
+        self.log_refused_source(peer, listener);
+    }
+
+    /// Counts a UDP datagram dropped because its source is not in the allowlist, and
+    /// logs it at most once per interval.
+    pub(crate) fn refuse_datagram_source(&self, peer: SocketAddr) {
+        self.udp_refused_allowlist.fetch_add(1, Relaxed);
+        self.log_refused_source(peer, "carbon plaintext UDP");
+    }
+
+    fn log_refused_source(&self, peer: SocketAddr, listener: &str) {
+        if let Some(suppressed) = self.logs.allow_slot(SLOT_ALLOWLIST, Instant::now()) {
+            tracing::warn!(
+                %peer,
+                listener,
+                suppressed,
+                "refusing carbon traffic: source not in carbon.allow"
+            );
         }
     }
 
@@ -446,6 +485,33 @@ mod tests {
             ),
             (2, 3, 1)
         );
+    }
+
+    #[test]
+    fn refused_sources_are_counted_apart_from_the_limit() {
+        let stats = IngestStats::default();
+        let peer: SocketAddr = "192.0.2.1:5000".parse().unwrap();
+        assert!(!stats.try_open_connection(0));
+        stats.refuse_connection_source(peer, "carbon plaintext");
+        stats.refuse_connection_source(peer, "carbon pickle");
+        stats.refuse_datagram_source(peer);
+        let s = stats.snapshot();
+        assert_eq!(
+            (
+                s.connections_refused,
+                s.connections_refused_allowlist,
+                s.udp_refused_allowlist
+            ),
+            (1, 2, 1)
+        );
+        let mut out = String::new();
+        stats.write_own_families(&mut out);
+        assert!(out.contains(
+            "# TYPE sumi_carbon_connections_refused_total counter\n\
+             sumi_carbon_connections_refused_total{reason=\"limit\"} 1\n\
+             sumi_carbon_connections_refused_total{reason=\"allowlist\"} 2\n"
+        ));
+        assert!(out.contains("sumi_ingest_udp_datagrams_refused_total{reason=\"allowlist\"} 1\n"));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! data_dir = "./data"
 //!
 //! [carbon]
-//! # Carbon plaintext, TCP and UDP on the same address. Loopback unless you open it.
+//! # Carbon plaintext, TCP and UDP on the same address. Loopback unless you open it
+//! # ("0.0.0.0:2003" for every interface).
 //! listen = "127.0.0.1:2003"
 //! udp = true
 //! # Carbon pickle (TCP).
@@ -17,10 +18,16 @@
 //! max_line_bytes = 16384
 //! # Concurrent TCP connections; more are refused and counted.
 //! max_connections = 10000
+//! # Networks (CIDR, IPv4 or IPv6) that may send to the carbon ports (plaintext TCP and
+//! # UDP, pickle); others are refused and counted. Absent: every source.
+//! # allow = ["10.0.0.0/8", "127.0.0.1/32"]
 //!
 //! [http]
-//! # Graphite API, /metrics, /health.
+//! # Graphite API, /metrics, /health, /ready.
 //! listen = "127.0.0.1:8080"
+//! # HTTPS: a PEM certificate chain and its private key (both or neither).
+//! # tls_cert = "/etc/sumi/tls/cert.pem"
+//! # tls_key = "/etc/sumi/tls/key.pem"
 //! # Time zone for from/until and csv output when a request has no `tz`
 //! # (graphite-web's TIME_ZONE setting).
 //! timezone = "UTC"
@@ -43,16 +50,46 @@
 //! # Points further in the future than this are refused (seconds).
 //! max_future_secs = 3600
 //!
+//! [auth]
+//! # Bearer tokens (also accepted as the password of HTTP basic auth), per class of
+//! # endpoint; a class without tokens is open (admin endpoints are open only when no
+//! # token at all is set). Tokens may also be read from files, one per line, so that
+//! # they stay out of this file.
+//! read_tokens = []
+//! write_tokens = []
+//! admin_tokens = []
+//! # read_token_file = "/etc/sumi/read.tokens"
+//! # write_token_file = "/etc/sumi/write.tokens"
+//! # admin_token_file = "/etc/sumi/admin.tokens"
+//! # Prometheus /metrics needs no token even when reads do.
+//! public_metrics = true
+//!
+//! [selfmon]
+//! # sumi's own counters as series (like carbon.agents.<host>.*).
+//! enabled = true
+//! # carbon's CARBON_METRIC_INTERVAL.
+//! interval_secs = 60
+//! # {host} is this machine's name with dots as "_".
+//! prefix = "sumi.agents.{host}"
+//!
 //! [log]
 //! # tracing filter, e.g. "info" or "sumi=debug,info"; RUST_LOG wins when set.
 //! level = "info"
+//! # "text" for people, "json" (one object a line) for log shippers.
+//! format = "text"
 //! ```
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
+use sumi_http::auth::{Auth, AuthConfig};
+use sumi_ingest::listen::SourceAllowlist;
+
+use crate::selfmon::{self, SelfmonOptions};
 
 /// The file as written: every key optional.
 #[derive(Debug, Default, Deserialize)]
@@ -66,6 +103,10 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     pub(crate) storage: StorageSection,
     #[serde(default)]
+    pub(crate) auth: AuthSection,
+    #[serde(default)]
+    pub(crate) selfmon: SelfmonSection,
+    #[serde(default)]
     pub(crate) log: LogSection,
 }
 
@@ -77,6 +118,7 @@ pub(crate) struct CarbonSection {
     pub(crate) pickle_listen: Option<String>,
     pub(crate) max_line_bytes: Option<usize>,
     pub(crate) max_connections: Option<usize>,
+    pub(crate) allow: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -86,6 +128,8 @@ pub(crate) struct HttpSection {
     pub(crate) timezone: Option<String>,
     pub(crate) max_points_per_query: Option<u64>,
     pub(crate) max_series_per_query: Option<u64>,
+    pub(crate) tls_cert: Option<PathBuf>,
+    pub(crate) tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -97,10 +141,64 @@ pub(crate) struct StorageSection {
     pub(crate) max_future_secs: Option<i64>,
 }
 
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AuthSection {
+    pub(crate) read_tokens: Option<Vec<String>>,
+    pub(crate) write_tokens: Option<Vec<String>>,
+    pub(crate) admin_tokens: Option<Vec<String>>,
+    pub(crate) read_token_file: Option<PathBuf>,
+    pub(crate) write_token_file: Option<PathBuf>,
+    pub(crate) admin_token_file: Option<PathBuf>,
+    pub(crate) public_metrics: Option<bool>,
+}
+
+/// Tokens never reach a log line, not even through `Debug`.
+impl std::fmt::Debug for AuthSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = |l: &Option<Vec<String>>| l.as_ref().map_or(0, Vec::len);
+        f.debug_struct("AuthSection")
+            .field("read_tokens", &n(&self.read_tokens))
+            .field("write_tokens", &n(&self.write_tokens))
+            .field("admin_tokens", &n(&self.admin_tokens))
+            .field("read_token_file", &self.read_token_file)
+            .field("write_token_file", &self.write_token_file)
+            .field("admin_token_file", &self.admin_token_file)
+            .field("public_metrics", &self.public_metrics)
+            .finish()
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SelfmonSection {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) interval_secs: Option<u64>,
+    pub(crate) prefix: Option<String>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LogSection {
     pub(crate) level: Option<String>,
+    pub(crate) format: Option<String>,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum LogFormat {
+    /// One line per event for people (colours on a terminal).
+    #[default]
+    Text,
+    /// One JSON object per line, event fields at the top level, for log shippers.
+    Json,
+}
+
+/// The certificate chain and key of HTTPS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TlsFiles {
+    pub(crate) cert: PathBuf,
+    pub(crate) key: PathBuf,
 }
 
 /// Flags of `sumi serve` that override the file.
@@ -151,7 +249,17 @@ pub(crate) struct Config {
     pub(crate) fsync: String,
     pub(crate) max_future_secs: i64,
     pub(crate) log_level: String,
+    pub(crate) log_format: LogFormat,
     pub(crate) ready_file: Option<PathBuf>,
+    /// Sources allowed on the carbon ports (`None`: all).
+    pub(crate) carbon_allow: Option<Arc<SourceAllowlist>>,
+    /// HTTPS instead of HTTP when set.
+    pub(crate) tls: Option<TlsFiles>,
+    /// Tokens per class of endpoint (validated; `Debug` shows no token).
+    pub(crate) auth: Arc<Auth>,
+    pub(crate) selfmon: SelfmonOptions,
+    /// Things worth saying once logging is up (such as a token file others can read).
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Default for Config {
@@ -172,7 +280,13 @@ impl Default for Config {
             fsync: "1s".into(),
             max_future_secs: 3600,
             log_level: "info".into(),
+            log_format: LogFormat::Text,
             ready_file: None,
+            carbon_allow: None,
+            tls: None,
+            auth: Arc::new(Auth::open()),
+            selfmon: SelfmonOptions::default(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -241,6 +355,22 @@ impl Config {
         if let Some(l) = file.log.level {
             c.log_level = l;
         }
+        c.log_format = match file.log.format.as_deref() {
+            None | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(other) => bail!("log.format = {other:?}: expected \"text\" or \"json\""),
+        };
+        if let Some(list) = &file.carbon.allow {
+            let allow = SourceAllowlist::parse(list).context("carbon.allow")?;
+            c.carbon_allow = Some(Arc::new(allow));
+        }
+        c.tls = match (non_empty(file.http.tls_cert), non_empty(file.http.tls_key)) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            _ => bail!("http.tls_cert and http.tls_key go together: set both or neither"),
+        };
+        c.auth = Arc::new(auth_from(file.auth, &mut c.warnings)?);
+        c.selfmon = selfmon_from(file.selfmon)?;
 
         if let Some(d) = &flags.data_dir {
             c.data_dir = d.clone();
@@ -279,6 +409,77 @@ impl Config {
         }
         Ok(c)
     }
+}
+
+/// `[auth]`: inline tokens plus those of the token files, validated.
+fn auth_from(section: AuthSection, warnings: &mut Vec<String>) -> Result<Auth> {
+    let mut lists: [Vec<String>; 3] = [
+        section.read_tokens.unwrap_or_default(),
+        section.write_tokens.unwrap_or_default(),
+        section.admin_tokens.unwrap_or_default(),
+    ];
+    let files = [
+        ("auth.read_token_file", section.read_token_file),
+        ("auth.write_token_file", section.write_token_file),
+        ("auth.admin_token_file", section.admin_token_file),
+    ];
+    for (list, (key, file)) in lists.iter_mut().zip(files) {
+        if let Some(path) = non_empty(file) {
+            list.extend(read_token_file(key, &path, warnings)?);
+        }
+    }
+    let [read_tokens, write_tokens, admin_tokens] = lists;
+    Ok(Auth::new(&AuthConfig {
+        read_tokens,
+        write_tokens,
+        admin_tokens,
+        public_metrics: section.public_metrics.unwrap_or(true),
+    })?)
+}
+
+/// Tokens of a file: one per line; blank lines and `#` comments skipped.
+fn read_token_file(key: &str, path: &Path, warnings: &mut Vec<String>) -> Result<Vec<String>> {
+    use std::os::unix::fs::PermissionsExt;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{key}: reading {}", path.display()))?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o007 != 0 {
+            warnings.push(format!(
+                "{key}: {} is readable by every user (mode {mode:03o}); chmod o-rwx it",
+                path.display()
+            ));
+        }
+    }
+    let tokens: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    if tokens.is_empty() {
+        bail!("{key}: {} holds no token", path.display());
+    }
+    Ok(tokens)
+}
+
+/// `[selfmon]`, validated.
+fn selfmon_from(section: SelfmonSection) -> Result<SelfmonOptions> {
+    let mut opts = SelfmonOptions::default();
+    if let Some(e) = section.enabled {
+        opts.enabled = e;
+    }
+    if let Some(secs) = section.interval_secs {
+        if secs == 0 {
+            bail!("selfmon.interval_secs must be at least 1 (set selfmon.enabled = false to turn it off)");
+        }
+        opts.interval = Duration::from_secs(secs);
+    }
+    if let Some(p) = section.prefix {
+        opts.prefix = selfmon::expand_prefix(&p);
+    }
+    selfmon::check_prefix(&opts.prefix).map_err(anyhow::Error::msg)?;
+    Ok(opts)
 }
 
 fn read_file(path: &Path) -> Result<FileConfig> {
@@ -330,6 +531,62 @@ mod tests {
         let file: FileConfig = toml::from_str("[http]\nmax_series_per_query = 0\n").unwrap();
         let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
         assert!(e.to_string().contains("max_series_per_query"), "{e}");
+    }
+
+    #[test]
+    fn operations_sections() {
+        let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
+        assert!(!c.auth.is_enabled());
+        assert!(c.carbon_allow.is_none() && c.tls.is_none());
+        assert_eq!(c.log_format, LogFormat::Text);
+        assert!(c.selfmon.enabled);
+        assert_eq!(c.selfmon.interval, Duration::from_secs(60));
+        assert!(c.selfmon.prefix.starts_with("sumi.agents."));
+
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = dir.path().join("admin.tokens");
+        std::fs::write(&tokens, "# ops team
+\nadmin-token-from-a-file-01
+").unwrap();
+        std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .unwrap();
+        let text = format!(
+            "[carbon]\nallow = [\"10.0.0.0/8\", \"::1\"]\n\
+             [http]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n\
+             [auth]\nread_tokens = [\"read-token-0123456789\"]\nadmin_token_file = {:?}\n\
+             [selfmon]\ninterval_secs = 5\nprefix = \"ops.{{host}}.sumi\"\n\
+             [log]\nformat = \"json\"\n",
+            tokens.display().to_string()
+        );
+        let file: FileConfig = toml::from_str(&text).unwrap();
+        assert!(!format!("{file:?}").contains("read-token"), "Debug shows no token");
+        let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
+        let allow = c.carbon_allow.as_ref().unwrap();
+        assert!(allow.permits("10.1.2.3".parse().unwrap()));
+        assert!(!allow.permits("127.0.0.1".parse().unwrap()));
+        assert_eq!(c.tls.as_ref().unwrap().key, PathBuf::from("k.pem"));
+        assert!(c.auth.is_enabled());
+        assert!(!format!("{c:?}").contains("token-from-a-file"));
+        assert_eq!(c.selfmon.interval, Duration::from_secs(5));
+        assert!(c.selfmon.prefix.starts_with("ops.") && c.selfmon.prefix.ends_with(".sumi"));
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        assert!(c.warnings[0].contains("auth.admin_token_file"));
+
+        for (text, key) in [
+            ("[carbon]\nallow = [\"10.0.0.1/8\"]\n", "carbon.allow"),
+            ("[carbon]\nallow = []\n", "carbon.allow"),
+            ("[http]\ntls_cert = \"c.pem\"\n", "tls_key"),
+            ("[auth]\nwrite_tokens = [\"short\"]\n", "auth.write_tokens"),
+            ("[auth]\nread_token_file = \"/nonexistent/sumi.tokens\"\n", "auth.read_token_file"),
+            ("[selfmon]\ninterval_secs = 0\n", "selfmon.interval_secs"),
+            ("[selfmon]\nprefix = \"a..b\"\n", "selfmon.prefix"),
+            ("[log]\nformat = \"xml\"\n", "log.format"),
+        ] {
+            let file: FileConfig = toml::from_str(text).unwrap();
+            let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
+            assert!(format!("{e:#}").contains(key), "{text}: {e:#}");
+        }
     }
 
     #[test]

@@ -8,7 +8,10 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 mod config;
+mod notify;
+mod selfmon;
 mod serve;
+mod tls;
 
 #[derive(Parser)]
 #[command(
@@ -34,7 +37,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Serve(flags) => {
             let config = config::Config::load(&flags)?;
-            serve::init_logging(&config.log_level);
+            serve::init_logging(&config.log_level, config.log_format);
             serve::run_until_signal(config)
         }
         Command::Bench(args) => sumi_bench::run(args),

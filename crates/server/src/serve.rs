@@ -1,8 +1,9 @@
 //! `sumi serve`: open the store, bind, serve, and shut down in a fixed order.
 //!
-//! Shutdown order (each step logged with its duration): stop accepting and drain the
-//! ingest listeners (every byte already read is appended), close the store (head flushed
-//! to parts, WAL synced, manifest written), then stop HTTP. Reads keep working until the
+//! Shutdown order (each step logged with its duration): `/ready` turns 503 and systemd
+//! hears `STOPPING=1`, self-monitoring stops, then stop accepting and drain the ingest
+//! listeners (every byte already read is appended), close the store (head flushed to
+//! parts, WAL synced, manifest written), then stop HTTP. Reads keep working until the
 //! store is closed.
 
 use std::net::SocketAddr;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use axum::serve::ListenerExt as _;
 use sumi_ingest::{IngestStats, PlaintextOptions};
 use sumi_model::{SeriesRules, StorageAggregation, StorageSchemas, SystemClock};
 use sumi_store::{FsyncPolicy, Store, StoreOptions};
@@ -17,17 +19,28 @@ use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::config::Config;
+use crate::config::{Config, LogFormat};
+use crate::{notify, selfmon, tls};
 
-pub(crate) fn init_logging(level: &str) {
+/// Logs to stderr (the journal under systemd): text for people, or one JSON object a
+/// line (event fields at the top level) for log shippers.
+pub(crate) fn init_logging(level: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+    }
 }
 
 /// Runs the server until SIGINT or SIGTERM.
@@ -80,10 +93,68 @@ pub(crate) fn load_rules(config: &Config) -> Result<SeriesRules> {
     Ok(rules)
 }
 
-fn warn_if_open(what: &str, addr: SocketAddr) {
-    if !addr.ip().is_loopback() {
-        info!(%addr, "{what} listens beyond loopback");
+/// One line per listener: where it is bound, and on loopback how to open it; beyond
+/// loopback, what guards it.
+fn log_listener(what: &str, addr: SocketAddr, key: &str, flag: &str, guard: &str) {
+    let port = addr.port();
+    if addr.ip().is_loopback() {
+        info!(
+            listener = what,
+            %addr,
+            "{what} listening on {addr}, loopback only: to accept other hosts set \
+             {key} = \"0.0.0.0:{port}\" in sumi.toml or pass {flag} 0.0.0.0:{port}"
+        );
+    } else {
+        info!(listener = what, %addr, "{what} listening on {addr} ({guard})");
     }
+}
+
+/// What guards the carbon ports beyond loopback, for [`log_listener`].
+fn carbon_guard(config: &Config) -> String {
+    match &config.carbon_allow {
+        Some(allow) => format!("sources allowed: {allow}"),
+        None => "every source may send; restrict with carbon.allow".to_string(),
+    }
+}
+
+/// What guards HTTP, for [`log_listener`]; warns when it is open to the network.
+fn http_guard(config: &Config, addr: SocketAddr) -> String {
+    let auth = &config.auth;
+    let scheme = if config.tls.is_some() { "HTTPS" } else { "HTTP" };
+    if !auth.is_enabled() {
+        if !addr.ip().is_loopback() {
+            warn!(
+                %addr,
+                "HTTP is reachable beyond loopback without authentication: anyone who can \
+                 reach it may read, write and delete; set auth.read_tokens, \
+                 auth.write_tokens and auth.admin_tokens in sumi.toml"
+            );
+        }
+        return format!("{scheme}, no authentication");
+    }
+    if config.tls.is_none() && !addr.ip().is_loopback() {
+        warn!(
+            %addr,
+            "HTTP tokens travel in clear text beyond loopback; set http.tls_cert and \
+             http.tls_key, or put a TLS proxy in front"
+        );
+    }
+    use sumi_http::auth::Access;
+    let classes: Vec<&str> = [
+        (Access::Read, "read"),
+        (Access::Write, "write"),
+        (Access::Admin, "admin"),
+    ]
+    .iter()
+    .filter(|(a, _)| auth.guards(*a))
+    .map(|(_, name)| *name)
+    .collect();
+    let metrics = if auth.public_metrics() {
+        "; /metrics open"
+    } else {
+        ""
+    };
+    format!("{scheme}, tokens required for {}{metrics}", classes.join(", "))
 }
 
 /// Opens the store, binds every listener and serves until `shutdown` turns true.
@@ -135,18 +206,47 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         .await
         .with_context(|| format!("binding HTTP {}", config.http_addr))?;
     let http_addr = http.local_addr()?;
-    for (what, addr) in [
-        ("carbon", carbon_addr),
-        ("pickle", pickle_addr),
-        ("http", http_addr),
-    ] {
-        warn_if_open(what, addr);
+    // read before serving: a bad certificate stops the start, not the first request
+    let tls_config = match &config.tls {
+        Some(files) => Some(tls::load(&files.cert, &files.key)?),
+        None => None,
+    };
+    let carbon_what = if udp.is_some() {
+        "carbon plaintext (TCP and UDP)"
+    } else {
+        "carbon plaintext (TCP)"
+    };
+    let carbon_guard = carbon_guard(&config);
+    log_listener(
+        carbon_what,
+        carbon_addr,
+        "carbon.listen",
+        "--carbon",
+        &carbon_guard,
+    );
+    log_listener(
+        "carbon pickle",
+        pickle_addr,
+        "carbon.pickle_listen",
+        "--pickle",
+        &carbon_guard,
+    );
+    log_listener(
+        if tls_config.is_some() { "HTTPS" } else { "HTTP" },
+        http_addr,
+        "http.listen",
+        "--http",
+        &http_guard(&config, http_addr),
+    );
+    for warning in &config.warnings {
+        warn!("{warning}");
     }
 
     let stats = Arc::new(IngestStats::default());
     let plain_opts = PlaintextOptions {
         max_line_bytes: config.max_line_bytes,
         max_connections: config.max_connections as u64,
+        allow: config.carbon_allow.clone(),
         ..PlaintextOptions::default()
     };
     let sink: Arc<dyn sumi_ingest::Sink> = store.clone();
@@ -190,22 +290,55 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         max_points: config.max_points_per_query,
         max_series: config.max_series_per_query,
     };
+    state.auth = config.auth.clone();
+    let readiness = state.readiness.clone();
+    let http_stats = state.http_stats.clone();
     let state = Arc::new(state);
     let (http_stop_tx, mut http_stop) = watch::channel(false);
-    let http_task = tokio::spawn(async move {
-        let app = sumi_http::router(state);
-        axum::serve(http, app)
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.wait_for(|stop| *stop).await;
-            })
-            .await
+    let app = sumi_http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let stopped = async move {
+        let _ = http_stop.wait_for(|stop| *stop).await;
+    };
+    let http_task = match tls_config {
+        None => tokio::spawn(async move {
+            axum::serve(http, app)
+                .with_graceful_shutdown(stopped)
+                .await
+        }),
+        Some(tls_config) => tokio::spawn(async move {
+            // `tap_io` also gives the listener axum's ConnectInfo<SocketAddr>
+            let listener = tls::TlsListener::new(http, tls_config).tap_io(|tls| {
+                let _ = tls.get_ref().0.set_nodelay(true);
+            });
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await
+        }),
+    };
+
+    let (selfmon_stop_tx, selfmon_stop) = watch::channel(false);
+    let selfmon_task = config.selfmon.enabled.then(|| {
+        let sources = selfmon::Sources {
+            ingest: stats.clone(),
+            store: store.clone(),
+            http: http_stats,
+        };
+        tokio::spawn(selfmon::run(
+            config.selfmon.clone(),
+            sources,
+            sink.clone(),
+            selfmon_stop,
+        ))
     });
 
+    readiness.set_ready();
     info!(
         carbon = %carbon_addr,
         udp = config.carbon_udp,
         pickle = %pickle_addr,
         http = %http_addr,
+        tls = config.tls.is_some(),
+        auth = config.auth.is_enabled(),
         "sumi serving"
     );
     if let Some(path) = &config.ready_file {
@@ -219,7 +352,17 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
             .with_context(|| format!("writing ready file {}", path.display()))?;
     }
 
+    notify::notify("READY=1");
+
     let _ = shutdown.wait_for(|stop| *stop).await;
+    readiness.set_stopping();
+    notify::notify("STOPPING=1");
+    let _ = selfmon_stop_tx.send(true);
+    if let Some(task) = selfmon_task {
+        if let Err(e) = task.await {
+            warn!("self-monitoring task failed: {e}");
+        }
+    }
 
     let step = Instant::now();
     let _ = ingest_stop_tx.send(true);

@@ -80,12 +80,37 @@ fn every_mode_stores_what_growthforecast_would_draw() {
     let ts = |i: i64| (t0 + i * 60).to_string();
 
     // gauge (the default): every number is stored as it is
-    let v = post(&sumi, "/api/shop/orders/paid", &[("number", "5"), ("timestamp", &ts(0))]);
+    let v = post(
+        &sumi,
+        "/api/shop/orders/paid",
+        &[("number", "5"), ("timestamp", &ts(0))],
+    );
     let data = &v["data"];
     for key in [
-        "id", "service_name", "section_name", "graph_name", "number", "mode", "description", "sort",
-        "gmode", "color", "ulimit", "llimit", "sulimit", "sllimit", "type", "stype", "meta",
-        "created_at", "updated_at", "timestamp", "md5", "adjust", "adjustval", "unit",
+        "id",
+        "service_name",
+        "section_name",
+        "graph_name",
+        "number",
+        "mode",
+        "description",
+        "sort",
+        "gmode",
+        "color",
+        "ulimit",
+        "llimit",
+        "sulimit",
+        "sllimit",
+        "type",
+        "stype",
+        "meta",
+        "created_at",
+        "updated_at",
+        "timestamp",
+        "md5",
+        "adjust",
+        "adjustval",
+        "unit",
     ] {
         assert!(data.get(key).is_some(), "no {key} in {data}");
     }
@@ -97,27 +122,63 @@ fn every_mode_stores_what_growthforecast_would_draw() {
     assert_eq!(data["series"], "shop.orders.paid");
     assert_eq!(data["timestamp"], t0);
     assert!(data["color"].as_str().unwrap().starts_with('#'));
-    post(&sumi, "/api/shop/orders/paid", &[("number", "7.5"), ("timestamp", &ts(1))]);
+    post(
+        &sumi,
+        "/api/shop/orders/paid",
+        &[("number", "7.5"), ("timestamp", &ts(1))],
+    );
 
     // count: added to the current number
-    post(&sumi, "/api/shop/orders/count", &[("number", "2"), ("mode", "count"), ("timestamp", &ts(0))]);
-    let v = post(&sumi, "/api/shop/orders/count", &[("number", "3"), ("mode", "count"), ("timestamp", &ts(1))]);
+    post(
+        &sumi,
+        "/api/shop/orders/count",
+        &[("number", "2"), ("mode", "count"), ("timestamp", &ts(0))],
+    );
+    let v = post(
+        &sumi,
+        "/api/shop/orders/count",
+        &[("number", "3"), ("mode", "count"), ("timestamp", &ts(1))],
+    );
     assert_eq!(v["data"]["number"], 5);
 
     // modified: stored only when it changes
     for (i, n) in [(0, "4"), (1, "4"), (2, "6")] {
-        post(&sumi, "/api/shop/orders/modified", &[("number", n), ("mode", "modified"), ("timestamp", &ts(i))]);
+        post(
+            &sumi,
+            "/api/shop/orders/modified",
+            &[("number", n), ("mode", "modified"), ("timestamp", &ts(i))],
+        );
     }
 
     // derive: the counter is stored; the graph shows its rate
-    post(&sumi, "/api/shop/orders/bytes", &[("number", "100"), ("mode", "derive"), ("timestamp", &ts(0))]);
-    post(&sumi, "/api/shop/orders/bytes", &[("number", "700"), ("mode", "derive"), ("timestamp", &ts(1))]);
+    post(
+        &sumi,
+        "/api/shop/orders/bytes",
+        &[("number", "100"), ("mode", "derive"), ("timestamp", &ts(0))],
+    );
+    post(
+        &sumi,
+        "/api/shop/orders/bytes",
+        &[("number", "700"), ("mode", "derive"), ("timestamp", &ts(1))],
+    );
 
     let (from, until) = (t0 - 1, t0 + 300);
-    assert_eq!(stored(&sumi, "shop.orders.paid", from, until), [(5.0, t0), (7.5, t0 + 60)]);
-    assert_eq!(stored(&sumi, "shop.orders.count", from, until), [(2.0, t0), (5.0, t0 + 60)]);
-    assert_eq!(stored(&sumi, "shop.orders.modified", from, until), [(4.0, t0), (6.0, t0 + 120)]);
-    assert_eq!(stored(&sumi, "shop.orders.bytes", from, until), [(100.0, t0), (700.0, t0 + 60)]);
+    assert_eq!(
+        stored(&sumi, "shop.orders.paid", from, until),
+        [(5.0, t0), (7.5, t0 + 60)]
+    );
+    assert_eq!(
+        stored(&sumi, "shop.orders.count", from, until),
+        [(2.0, t0), (5.0, t0 + 60)]
+    );
+    assert_eq!(
+        stored(&sumi, "shop.orders.modified", from, until),
+        [(4.0, t0), (6.0, t0 + 120)]
+    );
+    assert_eq!(
+        stored(&sumi, "shop.orders.bytes", from, until),
+        [(100.0, t0), (700.0, t0 + 60)]
+    );
 
     // the derive graph's export: 600 in 60 s is 10 a second, at 1-minute resolution
     let x = sumi.get_json("/xport/shop/orders/bytes?t=sh");
@@ -153,7 +214,11 @@ fn subtract_is_the_change_between_posts() {
     let t0 = now() - now() % 300 - 1800;
     for (i, n) in [10, 15, 12, 12, 20].iter().enumerate() {
         let ts = (t0 + i as i64 * 300).to_string();
-        post(&sumi, "/api/app/jobs/done", &[("number", &n.to_string()), ("timestamp", &ts)]);
+        post(
+            &sumi,
+            "/api/app/jobs/done",
+            &[("number", &n.to_string()), ("timestamp", &ts)],
+        );
     }
     let x = sumi.get_json("/xport/app/jobs/done?t=h&gmode=subtract");
     let start = x["start_timestamp"].as_i64().unwrap();
@@ -181,7 +246,10 @@ fn forms_multipart_and_validation() {
     );
     let url = format!("http://{}/api/multi/part/graph", sumi.http);
     let resp = ureq::post(&url)
-        .set("Content-Type", &format!("multipart/form-data; boundary={boundary}"))
+        .set(
+            "Content-Type",
+            &format!("multipart/form-data; boundary={boundary}"),
+        )
         .send_string(&body)
         .expect("multipart post");
     let v: Value = serde_json::from_str(&resp.into_string().unwrap()).unwrap();
@@ -191,7 +259,11 @@ fn forms_multipart_and_validation() {
 
     let (status, body) = sumi.post_form(
         "/api/multi/part/graph",
-        &[("mode", "sometimes"), ("color", "blue"), ("timestamp", "1000")],
+        &[
+            ("mode", "sometimes"),
+            ("color", "blue"),
+            ("timestamp", "1000"),
+        ],
     );
     assert_eq!(status, 400);
     let v: Value = serde_json::from_str(&body).unwrap();
@@ -221,7 +293,11 @@ fn names_escape_into_graphite_nodes_and_back() {
         urlencode(graph)
     );
     let ts = now() - 120;
-    let v = post(&sumi, &path, &[("number", "3"), ("timestamp", &ts.to_string())]);
+    let v = post(
+        &sumi,
+        &path,
+        &[("number", "3"), ("timestamp", &ts.to_string())],
+    );
     let series = "my%2Eservice.load%20avg.%E3%83%A6%E3%83%BC%E3%82%B6%E3%83%BC%2050%25";
     assert_eq!(v["data"]["series"], series);
     assert_eq!(v["data"]["graph_name"], graph);
@@ -231,11 +307,22 @@ fn names_escape_into_graphite_nodes_and_back() {
     assert_eq!(nodes[0]["id"], "my%2Eservice", "{nodes}");
     // graphite-web's tree shows a node URL-unquoted: the name as it was posted
     assert_eq!(nodes[0]["text"], "my.service", "{nodes}");
-    let leaves = sumi.get_json(&format!("/metrics/find?query={}", urlencode("my%2Eservice.*.*")));
+    let leaves = sumi.get_json(&format!(
+        "/metrics/find?query={}",
+        urlencode("my%2Eservice.load%20avg.*")
+    ));
     assert_eq!(leaves[0]["id"], series);
-    assert_eq!(stored(&sumi, series, ts - 60, ts + 60), [(3.0, ts - ts % 10)]);
+    assert_eq!(
+        stored(&sumi, series, ts - 60, ts + 60),
+        [(3.0, ts - ts % 10)]
+    );
     // and a function over it works like over any other series
-    let q = format!("/render?target=scale({},2)&from={}&until={}&format=json", urlencode(series), ts - 60, ts + 60);
+    let q = format!(
+        "/render?target=scale({},2)&from={}&until={}&format=json",
+        urlencode(series),
+        ts - 60,
+        ts + 60
+    );
     assert_eq!(points_of(&sumi.get_json(&q), 0), [(6.0, ts - ts % 10)]);
 
     // GrowthForecast's reads give the names back as they were posted
@@ -251,13 +338,20 @@ fn graphs_are_read_edited_and_deleted_over_json() {
     let dir = scratch();
     let sumi = Sumi::start(&dir.path().join("data"), &[]);
     let ts = (now() - 300).to_string();
-    let id = post(&sumi, "/api/svc/sec/cpu", &[("number", "50"), ("timestamp", &ts)])["data"]["id"]
+    let id = post(
+        &sumi,
+        "/api/svc/sec/cpu",
+        &[("number", "50"), ("timestamp", &ts)],
+    )["data"]["id"]
         .as_i64()
         .unwrap();
 
     let clean = sumi.get_json(&format!("/json/graph/{id}"));
     assert_eq!(clean["complex"], false);
-    assert!(clean.get("md5").is_none() && clean.get("meta").is_none(), "{clean}");
+    assert!(
+        clean.get("md5").is_none() && clean.get("meta").is_none(),
+        "{clean}"
+    );
     let by_name = sumi.get_json("/json/graph/svc/sec/cpu");
     assert_eq!(by_name["md5"], "c4ca4238a0b923820dcc509a6f75849b");
 
@@ -269,21 +363,37 @@ fn graphs_are_read_edited_and_deleted_over_json() {
     );
     assert_eq!((status, body.trim()), (200, r#"{"error":0}"#));
     let g = sumi.get_json("/api/svc/sec/cpu-renamed");
-    assert_eq!((g["sort"].as_i64(), g["type"].as_str(), g["unit"].as_str()), (Some(5), Some("LINE2"), Some("%")));
+    assert_eq!(
+        (g["sort"].as_i64(), g["type"].as_str(), g["unit"].as_str()),
+        (Some(5), Some("LINE2"), Some("%"))
+    );
     assert_eq!(g["series"], "svc.sec.cpu", "the data stays with the graph");
     assert_eq!(sumi.get("/api/svc/sec/cpu").0, 404);
     // adjust divides what is drawn and exported
     let x = sumi.get_json("/xport/svc/sec/cpu-renamed?t=h");
-    let values: Vec<f64> = x["rows"].as_array().unwrap().iter().filter_map(|r| r[0].as_f64()).collect();
+    let values: Vec<f64> = x["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r[0].as_f64())
+        .collect();
     assert!(values.contains(&5.0), "{x}");
 
     // posting to the new name goes on in the same series
     let ts2 = now() - 60;
-    post(&sumi, "/api/svc/sec/cpu-renamed", &[("number", "70"), ("timestamp", &ts2.to_string())]);
+    post(
+        &sumi,
+        "/api/svc/sec/cpu-renamed",
+        &[("number", "70"), ("timestamp", &ts2.to_string())],
+    );
     let pts = stored(&sumi, "svc.sec.cpu", ts2 - 400, ts2 + 10);
     assert_eq!(pts.len(), 2, "{pts:?}");
 
-    let (status, body) = post_json(&sumi, &format!("/json/edit/graph/{id}"), &json!({"type": "AREA9", "sort": 99}));
+    let (status, body) = post_json(
+        &sumi,
+        &format!("/json/edit/graph/{id}"),
+        &json!({"type": "AREA9", "sort": 99}),
+    );
     assert_eq!(status, 400, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["messages"].as_array().unwrap().len(), 2);
@@ -293,7 +403,10 @@ fn graphs_are_read_edited_and_deleted_over_json() {
     assert_eq!(status, 200);
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["error"], 0);
-    assert!(v["location"].as_str().unwrap().ends_with("/list/svc/sec"), "{v}");
+    assert!(
+        v["location"].as_str().unwrap().ends_with("/list/svc/sec"),
+        "{v}"
+    );
     assert_eq!(sumi.get(&format!("/json/graph/{id}")).0, 404);
     assert_eq!(sumi.get_json("/json/list/graph"), json!([]));
 }
@@ -305,7 +418,11 @@ fn complex_graphs_over_json() {
     let t0 = now() - now() % 300 - 1200;
     let mut ids = Vec::new();
     for (name, n) in [("a", 10), ("b", 32)] {
-        let v = post(&sumi, &format!("/api/site/net/{name}"), &[("number", &n.to_string()), ("timestamp", &t0.to_string())]);
+        let v = post(
+            &sumi,
+            &format!("/api/site/net/{name}"),
+            &[("number", &n.to_string()), ("timestamp", &t0.to_string())],
+        );
         ids.push(v["data"]["id"].as_i64().unwrap());
     }
     let spec = json!({"service_name": "site", "section_name": "net", "graph_name": "both",
@@ -326,7 +443,10 @@ fn complex_graphs_over_json() {
     assert_eq!(c["complex"], true);
     assert_eq!(c["sumup"], true);
     assert_eq!(c["sort"], 19);
-    assert_eq!(c["data"][0], json!({"graph_id": ids[0], "type": "AREA", "gmode": "gauge", "stack": false}));
+    assert_eq!(
+        c["data"][0],
+        json!({"graph_id": ids[0], "type": "AREA", "gmode": "gauge", "stack": false})
+    );
     assert_eq!(c["data"][1]["stack"], false);
     assert_eq!(sumi.get_json("/json/complex/site/net/both")["id"], cid);
     let all = sumi.get_json("/json/list/all");
@@ -335,19 +455,37 @@ fn complex_graphs_over_json() {
     // the export has a column per graph and the total
     let x = sumi.get_json("/complex/xport/site/net/both?t=h");
     assert_eq!(x["column_names"], json!(["a", "b", "total"]));
-    let last = x["rows"].as_array().unwrap().iter().rev().find(|r| !r[0].is_null()).unwrap().clone();
+    let last = x["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|r| !r[0].is_null())
+        .unwrap()
+        .clone();
     assert_eq!(last, json!([10, 32, 42]), "{x}");
     // the same graphs as an ad-hoc complex URL
     let spec_url = format!("/xport/AREA:{}:gauge:0:AREA:{}:gauge:1", ids[0], ids[1]);
     assert_eq!(sumi.get_json(&spec_url)["columns"], 2);
 
-    let (status, _) = post_json(&sumi, &format!("/json/edit/complex/{cid}"), &json!({"graph_name": "renamed", "sumup": false}));
+    let (status, _) = post_json(
+        &sumi,
+        &format!("/json/edit/complex/{cid}"),
+        &json!({"graph_name": "renamed", "sumup": false}),
+    );
     assert_eq!(status, 200);
     let c = sumi.get_json("/json/complex/site/net/renamed");
-    assert_eq!((c["sumup"].as_bool(), c["data"].as_array().map(Vec::len)), (Some(false), Some(2)));
+    assert_eq!(
+        (c["sumup"].as_bool(), c["data"].as_array().map(Vec::len)),
+        (Some(false), Some(2))
+    );
 
     // deleting with delete_graph removes its graphs too
-    let (status, _) = post_json(&sumi, &format!("/json/delete/complex/{cid}"), &json!({"delete_graph": 1}));
+    let (status, _) = post_json(
+        &sumi,
+        &format!("/json/delete/complex/{cid}"),
+        &json!({"delete_graph": 1}),
+    );
     assert_eq!(status, 200);
     assert_eq!(sumi.get_json("/json/list/complex"), json!([]));
     assert_eq!(sumi.get_json("/json/list/graph"), json!([]));
@@ -360,14 +498,28 @@ fn graph_images_and_render_images() {
     let t0 = now() - now() % 300 - 7200;
     for i in 0..24 {
         let ts = (t0 + i * 300).to_string();
-        post(&sumi, "/api/img/test/wave", &[("number", &(i * i).to_string()), ("timestamp", &ts)]);
-        post(&sumi, "/api/img/test/flat", &[("number", "100"), ("timestamp", &ts)]);
+        post(
+            &sumi,
+            "/api/img/test/wave",
+            &[("number", &(i * i).to_string()), ("timestamp", &ts)],
+        );
+        post(
+            &sumi,
+            "/api/img/test/flat",
+            &[("number", "100"), ("timestamp", &ts)],
+        );
     }
     let (status, ct, png) = get_bytes(&sumi, "/graph/img/test/wave?t=d");
     assert_eq!((status, ct.as_str()), (200, "image/png"));
     let (w, h) = png_size(&png);
-    assert!(w > 390 && h > 110, "{w}x{h}: the plot is 390x110, the image larger");
-    let (_, _, png) = get_bytes(&sumi, "/graph/img/test/wave?t=w&width=600&height=200&graphonly=1");
+    assert!(
+        w > 390 && h > 110,
+        "{w}x{h}: the plot is 390x110, the image larger"
+    );
+    let (_, _, png) = get_bytes(
+        &sumi,
+        "/graph/img/test/wave?t=w&width=600&height=200&graphonly=1",
+    );
     assert_eq!(png_size(&png), (600, 200));
     let (status, ct, svg) = get_bytes(&sumi, "/graph/img/test/wave?t=h&format=svg");
     assert_eq!((status, ct.as_str()), (200, "image/svg+xml"));
@@ -379,19 +531,40 @@ fn graph_images_and_render_images() {
     assert_eq!((status, ct.as_str()), (200, "application/json"));
 
     // a complex graph from the two
-    let ids: Vec<i64> = sumi.get_json("/json/list/graph").as_array().unwrap().iter().map(|g| g["id"].as_i64().unwrap()).collect();
-    let (status, _, png) = get_bytes(&sumi, &format!("/graph/AREA:{}:gauge:0:LINE2:{}:gauge:0?t=d&sumup=1", ids[0], ids[1]));
+    let ids: Vec<i64> = sumi
+        .get_json("/json/list/graph")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_i64().unwrap())
+        .collect();
+    let (status, _, png) = get_bytes(
+        &sumi,
+        &format!(
+            "/graph/AREA:{}:gauge:0:LINE2:{}:gauge:0?t=d&sumup=1",
+            ids[0], ids[1]
+        ),
+    );
     assert_eq!(status, 200);
     png_size(&png);
 
     // graphite-web's /render draws PNG (also without a format) and SVG
-    let (status, ct, png) = get_bytes(&sumi, "/render?target=img.test.*&from=-3h&width=400&height=250&format=png");
+    let (status, ct, png) = get_bytes(
+        &sumi,
+        "/render?target=img.test.*&from=-3h&width=400&height=250&format=png",
+    );
     assert_eq!((status, ct.as_str()), (200, "image/png"));
     assert_eq!(png_size(&png), (400, 250));
-    let (status, ct, png) = get_bytes(&sumi, "/render?target=img.test.wave&from=-3h&width=300&height=200");
+    let (status, ct, png) = get_bytes(
+        &sumi,
+        "/render?target=img.test.wave&from=-3h&width=300&height=200",
+    );
     assert_eq!((status, ct.as_str()), (200, "image/png"));
     assert_eq!(png_size(&png), (300, 200));
-    let (status, ct, svg) = get_bytes(&sumi, "/render?target=img.test.flat&from=-3h&format=svg&title=flat%20line");
+    let (status, ct, svg) = get_bytes(
+        &sumi,
+        "/render?target=img.test.flat&from=-3h&format=svg&title=flat%20line",
+    );
     assert_eq!((status, ct.as_str()), (200, "image/svg+xml"));
     assert!(String::from_utf8_lossy(&svg).contains("flat line"));
     let (status, _, _) = get_bytes(&sumi, "/render?target=img.test.flat&format=png&width=abc");
@@ -404,12 +577,29 @@ fn vertical_rules() {
     let sumi = Sumi::start(&dir.path().join("data"), &[]);
     post(&sumi, "/api/s/t/g", &[("number", "1")]);
     let t = (now() - 600).to_string();
-    let v = post(&sumi, "/vrule/api/s/t", &[("time", &t), ("color", "#0000FF"), ("description", "deploy")]);
+    let v = post(
+        &sumi,
+        "/vrule/api/s/t",
+        &[
+            ("time", &t),
+            ("color", "#0000FF"),
+            ("description", "deploy"),
+        ],
+    );
     assert_eq!(v["data"]["graph_path"], "/s/t");
-    post(&sumi, "/vrule/api", &[("time", &t), ("description", "everywhere")]);
+    post(
+        &sumi,
+        "/vrule/api",
+        &[("time", &t), ("description", "everywhere")],
+    );
     post(&sumi, "/vrule/api/x", &[("time", &t)]);
     let rules = sumi.get_json("/vrule/summary/s/t/g");
-    let descs: Vec<&str> = rules.as_array().unwrap().iter().map(|r| r["description"].as_str().unwrap()).collect();
+    let descs: Vec<&str> = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["description"].as_str().unwrap())
+        .collect();
     assert_eq!(descs, ["deploy", "everywhere"]);
     let (status, _, png) = get_bytes(&sumi, "/graph/s/t/g?t=h");
     assert_eq!(status, 200);
@@ -439,7 +629,11 @@ fn sparse_posts_survive_rollups_and_restarts() {
     // the same points through carbon, under a name with carbon's default rules
     let mut text = String::new();
     for i in (0..576).rev() {
-        text.push_str(&format!("control.cron.runs {} {}\n", 576 - i, end - i * 300));
+        text.push_str(&format!(
+            "control.cron.runs {} {}\n",
+            576 - i,
+            end - i * 300
+        ));
     }
     sumi.send_tcp(text.as_bytes());
     sumi.wait_stored(2 * 576);
@@ -455,7 +649,10 @@ fn sparse_posts_survive_rollups_and_restarts() {
         // ...2 hours ago 576 - 24, rolled up from 10-second slots one in 30 of which is known
         let v = at(end - 2 * 3600).unwrap_or_else(|| panic!("no value 2 h ago: {x}"));
         assert!((546.0..=558.0).contains(&v), "{v}");
-        assert!(at(end - 3 * 86400).is_none(), "nothing before the first post");
+        assert!(
+            at(end - 3 * 86400).is_none(),
+            "nothing before the first post"
+        );
     };
     check(&sumi);
     // the carbon series, with xFilesFactor 0.5, has no minute rollup of the last day
@@ -469,6 +666,10 @@ fn sparse_posts_survive_rollups_and_restarts() {
     let sumi = Sumi::start(&data, &[]);
     check(&sumi);
     // the number survived: count goes on from it
-    let v = post(&sumi, "/api/cron/jobs/runs", &[("number", "1"), ("mode", "count")]);
+    let v = post(
+        &sumi,
+        "/api/cron/jobs/runs",
+        &[("number", "1"), ("mode", "count")],
+    );
     assert_eq!(v["data"]["number"], 577);
 }

@@ -25,9 +25,8 @@ use crate::AppState;
 const MIN_TIMESTAMP: i64 = 315_360_010;
 
 fn is_color(s: &str, lengths: &[usize]) -> bool {
-    s.strip_prefix('#').is_some_and(|h| {
-        lengths.contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit())
-    })
+    s.strip_prefix('#')
+        .is_some_and(|h| lengths.contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A finite decimal number (integers and floats; not `inf`, `nan` or hex).
@@ -129,7 +128,12 @@ pub async fn post_number(
     Ok(Json(json!({"error": 0, "data": gf_json::graph_row(&g, state.default_tz)})).into_response())
 }
 
-async fn graph_named(state: &Arc<AppState>, s: String, sec: String, g: String) -> Result<Graph, GfError> {
+async fn graph_named(
+    state: &Arc<AppState>,
+    s: String,
+    sec: String,
+    g: String,
+) -> Result<Graph, GfError> {
     blocking(state.clone(), move |st| {
         st.gf
             .db
@@ -148,6 +152,7 @@ pub async fn get_graph(
     Ok(Json(gf_json::graph_row(&graph, state.default_tz)).into_response())
 }
 
+/// `GET /json/graph/:service/:section/:graph`: the row, as `/api/...` answers it.
 pub async fn json_graph_by_name(
     state: State<Arc<AppState>>,
     path: Path<(String, String, String)>,
@@ -241,8 +246,20 @@ pub async fn list_complex(State(state): State<Arc<AppState>>) -> Result<Response
 pub async fn list_all(State(state): State<Arc<AppState>>) -> Result<Response, GfError> {
     let list = blocking(state, |st| {
         let tz = st.default_tz;
-        let mut out: Vec<Value> = st.gf.db.graphs()?.iter().map(|g| gf_json::graph_clean(g, tz)).collect();
-        out.extend(st.gf.db.complexes()?.iter().map(|c| gf_json::complex(c, tz)));
+        let mut out: Vec<Value> = st
+            .gf
+            .db
+            .graphs()?
+            .iter()
+            .map(|g| gf_json::graph_clean(g, tz))
+            .collect();
+        out.extend(
+            st.gf
+                .db
+                .complexes()?
+                .iter()
+                .map(|c| gf_json::complex(c, tz)),
+        );
         Ok(out)
     })
     .await?;
@@ -288,14 +305,21 @@ fn truthy(v: &Value) -> bool {
 const DRAW_TYPES: &[&str] = &["AREA", "LINE1", "LINE2"];
 
 /// Reads the items of a complex graph (`data`), checking that their graphs exist.
-fn complex_items(st: &AppState, data: &Value, messages: &mut Vec<String>) -> Result<Vec<ComplexItem>, GfError> {
+fn complex_items(
+    st: &AppState,
+    data: &Value,
+    messages: &mut Vec<String>,
+) -> Result<Vec<ComplexItem>, GfError> {
     let Some(list) = data.as_array() else {
         messages.push("data must be a list of sub graphs".into());
         return Ok(Vec::new());
     };
     let mut items = Vec::with_capacity(list.len());
     for (i, d) in list.iter().enumerate() {
-        let graph_id = d.get("graph_id").and_then(text_of).and_then(|t| t.parse::<i64>().ok());
+        let graph_id = d
+            .get("graph_id")
+            .and_then(text_of)
+            .and_then(|t| t.parse::<i64>().ok());
         let Some(graph_id) = graph_id else {
             messages.push(format!("data[{i}].graph_id is missing or not a number"));
             continue;
@@ -303,13 +327,23 @@ fn complex_items(st: &AppState, data: &Value, messages: &mut Vec<String>) -> Res
         if st.gf.db.graph_by_id(graph_id)?.is_none() {
             messages.push(format!("data[{i}].graph_id {graph_id} is not a graph"));
         }
-        let draw = d.get("type").and_then(text_of).unwrap_or_else(|| "AREA".into());
+        let draw = d
+            .get("type")
+            .and_then(text_of)
+            .unwrap_or_else(|| "AREA".into());
         if !DRAW_TYPES.contains(&draw.as_str()) {
-            messages.push(format!("data[{i}].type {draw:?} is invalid (AREA, LINE1 or LINE2)"));
+            messages.push(format!(
+                "data[{i}].type {draw:?} is invalid (AREA, LINE1 or LINE2)"
+            ));
         }
-        let gmode = d.get("gmode").and_then(text_of).unwrap_or_else(|| "gauge".into());
+        let gmode = d
+            .get("gmode")
+            .and_then(text_of)
+            .unwrap_or_else(|| "gauge".into());
         if !matches!(gmode.as_str(), "gauge" | "subtract") {
-            messages.push(format!("data[{i}].gmode {gmode:?} is invalid (gauge or subtract)"));
+            messages.push(format!(
+                "data[{i}].gmode {gmode:?} is invalid (gauge or subtract)"
+            ));
         }
         let stack = d.get("stack").is_none_or(truthy);
         items.push(ComplexItem {
@@ -337,25 +371,51 @@ fn sort_of(v: Option<&Value>, default: i64, messages: &mut Vec<String>) -> i64 {
 
 /// Builds a complex graph's settings from a JSON body over `base` (an edit keeps
 /// what the body does not mention).
-fn complex_spec(st: &AppState, body: &Map<String, Value>, base: Option<&Complex>) -> Result<ComplexSpec, GfError> {
+fn complex_spec(
+    st: &AppState,
+    body: &Map<String, Value>,
+    base: Option<&Complex>,
+) -> Result<ComplexSpec, GfError> {
     let mut messages = Vec::new();
-    let name = |key: &str, what: &'static str, current: Option<&String>, messages: &mut Vec<String>| {
-        let v = body.get(key).and_then(text_of).or_else(|| current.cloned()).unwrap_or_default();
-        if let Err(e) = check_name(what, &v) {
-            messages.push(e.to_string());
-        }
-        v
-    };
-    let service_name = name("service_name", "service_name", base.map(|b| &b.service_name), &mut messages);
-    let section_name = name("section_name", "section_name", base.map(|b| &b.section_name), &mut messages);
-    let graph_name = name("graph_name", "graph_name", base.map(|b| &b.graph_name), &mut messages);
+    let name =
+        |key: &str, what: &'static str, current: Option<&String>, messages: &mut Vec<String>| {
+            let v = body
+                .get(key)
+                .and_then(text_of)
+                .or_else(|| current.cloned())
+                .unwrap_or_default();
+            if let Err(e) = check_name(what, &v) {
+                messages.push(e.to_string());
+            }
+            v
+        };
+    let service_name = name(
+        "service_name",
+        "service_name",
+        base.map(|b| &b.service_name),
+        &mut messages,
+    );
+    let section_name = name(
+        "section_name",
+        "section_name",
+        base.map(|b| &b.section_name),
+        &mut messages,
+    );
+    let graph_name = name(
+        "graph_name",
+        "graph_name",
+        base.map(|b| &b.graph_name),
+        &mut messages,
+    );
     let description = body
         .get("description")
         .and_then(text_of)
         .or_else(|| base.map(|b| b.description.clone()))
         .unwrap_or_default();
     let sort = sort_of(body.get("sort"), base.map_or(19, |b| b.sort), &mut messages);
-    let sumup = body.get("sumup").map_or(base.is_some_and(|b| b.sumup), truthy);
+    let sumup = body
+        .get("sumup")
+        .map_or(base.is_some_and(|b| b.sumup), truthy);
     let items = match body.get("data") {
         Some(d) => complex_items(st, d, &mut messages)?,
         None => base.map(|b| b.items.clone()).unwrap_or_default(),
@@ -380,7 +440,10 @@ fn location(headers: &HeaderMap, service: &str, section: Option<&str>) -> String
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("localhost");
-    let mut url = format!("http://{host}/list/{}", crate::ui::html::path_escape(service));
+    let mut url = format!(
+        "http://{host}/list/{}",
+        crate::ui::html::path_escape(service)
+    );
     if let Some(sec) = section {
         url.push('/');
         url.push_str(&crate::ui::html::path_escape(sec));
@@ -397,7 +460,11 @@ pub async fn create_complex(
 ) -> Result<Response, GfError> {
     let body = json_body(&body)?;
     let c = blocking(state, move |st| {
-        if body.get("data").and_then(Value::as_array).is_none_or(|d| d.len() < 2) {
+        if body
+            .get("data")
+            .and_then(Value::as_array)
+            .is_none_or(|d| d.len() < 2)
+        {
             return Err(GfError::BadRequest(
                 "Invalid argument: data (sub graph list (size >= 2)) required".into(),
             ));
@@ -684,7 +751,11 @@ pub async fn add_vrule(
             0
         }),
     };
-    let color = p.get("color").filter(|c| !c.is_empty()).unwrap_or("#FF0000").to_string();
+    let color = p
+        .get("color")
+        .filter(|c| !c.is_empty())
+        .unwrap_or("#FF0000")
+        .to_string();
     if !is_color(&color, &[6, 8]) {
         messages.push("invalid color format".into());
     }
@@ -746,12 +817,40 @@ mod tests {
 
     #[test]
     fn posts_are_validated_like_growthforecast() {
-        let ok = read_post("s".into(), "t".into(), "g".into(), &params("number=10&mode=count&color=%23aabbcc"), Tz::UTC).unwrap();
-        assert_eq!((ok.number, ok.mode, ok.color.as_deref()), (10.0, Mode::Count, Some("#aabbcc")));
-        let f = read_post("s".into(), "t".into(), "g".into(), &params("number=-1.5e3&description=a&description=b"), Tz::UTC).unwrap();
-        assert_eq!((f.number, f.mode, f.description.as_deref()), (-1500.0, Mode::Gauge, Some("b")));
-        let err = read_post("s".into(), "t".into(), "g".into(), &params("mode=x&color=red&timestamp=5"), Tz::UTC);
-        let Err(GfError::Invalid(m)) = err else { panic!("{err:?}") };
+        let ok = read_post(
+            "s".into(),
+            "t".into(),
+            "g".into(),
+            &params("number=10&mode=count&color=%23aabbcc"),
+            Tz::UTC,
+        )
+        .unwrap();
+        assert_eq!(
+            (ok.number, ok.mode, ok.color.as_deref()),
+            (10.0, Mode::Count, Some("#aabbcc"))
+        );
+        let f = read_post(
+            "s".into(),
+            "t".into(),
+            "g".into(),
+            &params("number=-1.5e3&description=a&description=b"),
+            Tz::UTC,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.number, f.mode, f.description.as_deref()),
+            (-1500.0, Mode::Gauge, Some("b"))
+        );
+        let err = read_post(
+            "s".into(),
+            "t".into(),
+            "g".into(),
+            &params("mode=x&color=red&timestamp=5"),
+            Tz::UTC,
+        );
+        let Err(GfError::Invalid(m)) = err else {
+            panic!("{err:?}")
+        };
         assert_eq!(
             m,
             [
@@ -762,12 +861,31 @@ mod tests {
             ]
         );
         for bad in ["abc", "inf", "NaN", "0x10", ""] {
-            let r = read_post("s".into(), "t".into(), "g".into(), &params(&format!("number={bad}")), Tz::UTC);
+            let r = read_post(
+                "s".into(),
+                "t".into(),
+                "g".into(),
+                &params(&format!("number={bad}")),
+                Tz::UTC,
+            );
             assert!(matches!(r, Err(GfError::Invalid(_))), "{bad}");
         }
-        let t = read_post("s".into(), "t".into(), "g".into(), &params("number=1&datetime=2023-11-14T22:13:20Z"), Tz::UTC).unwrap();
+        let t = read_post(
+            "s".into(),
+            "t".into(),
+            "g".into(),
+            &params("number=1&datetime=2023-11-14T22:13:20Z"),
+            Tz::UTC,
+        )
+        .unwrap();
         assert_eq!(t.timestamp, Some(1_700_000_000));
-        let e = read_post(String::new(), "t".into(), "g".into(), &params("number=1"), Tz::UTC);
+        let e = read_post(
+            String::new(),
+            "t".into(),
+            "g".into(),
+            &params("number=1"),
+            Tz::UTC,
+        );
         assert!(matches!(e, Err(GfError::Invalid(_))));
     }
 
@@ -776,10 +894,24 @@ mod tests {
         let g = super::super::json::tests::graph(1, "s", "t", "g");
         let body = json!({"graph_name": "h", "sort": "7", "type": "LINE2", "ulimit": 50, "adjust": "/", "adjustval": "1000", "unit": "ms", "color": "#ABCDEF"});
         let e = edit_graph(g.clone(), body.as_object().unwrap()).unwrap();
-        assert_eq!((e.graph_name.as_str(), e.sort, e.draw.as_str(), e.ulimit), ("h", 7, "LINE2", 50.0));
-        assert_eq!((e.adjust.as_str(), e.adjustval.as_str(), e.unit.as_str(), e.color.as_str()), ("/", "1000", "ms", "#ABCDEF"));
-        let bad = json!({"sort": 25, "type": "AREA3", "color": "red", "adjustval": "0", "gmode": "x"});
-        let Err(GfError::Invalid(m)) = edit_graph(g, bad.as_object().unwrap()) else { panic!() };
+        assert_eq!(
+            (e.graph_name.as_str(), e.sort, e.draw.as_str(), e.ulimit),
+            ("h", 7, "LINE2", 50.0)
+        );
+        assert_eq!(
+            (
+                e.adjust.as_str(),
+                e.adjustval.as_str(),
+                e.unit.as_str(),
+                e.color.as_str()
+            ),
+            ("/", "1000", "ms", "#ABCDEF")
+        );
+        let bad =
+            json!({"sort": 25, "type": "AREA3", "color": "red", "adjustval": "0", "gmode": "x"});
+        let Err(GfError::Invalid(m)) = edit_graph(g, bad.as_object().unwrap()) else {
+            panic!()
+        };
         assert_eq!(m.len(), 5, "{m:?}");
     }
 

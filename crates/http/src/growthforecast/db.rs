@@ -178,11 +178,12 @@ pub struct Vrule {
 /// An entry of a section's page: a graph or a complex graph.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Entry {
-    Graph(Graph),
+    Graph(Box<Graph>),
     Complex(Complex),
 }
 
 impl Entry {
+    /// The `sort` of the graph or complex graph.
     pub fn sort(&self) -> i64 {
         match self {
             Entry::Graph(g) => g.sort,
@@ -232,6 +233,7 @@ impl Db {
         })
     }
 
+    /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -241,11 +243,18 @@ impl Db {
         connect(&self.path)
     }
 
-    pub fn graph(&self, service: &str, section: &str, graph: &str) -> Result<Option<Graph>, DbError> {
+    /// The graph with these names.
+    pub fn graph(
+        &self,
+        service: &str,
+        section: &str,
+        graph: &str,
+    ) -> Result<Option<Graph>, DbError> {
         let conn = self.conn.lock();
         graph_by_names(&conn, service, section, graph)
     }
 
+    /// The graph with this id.
     pub fn graph_by_id(&self, id: i64) -> Result<Option<Graph>, DbError> {
         let conn = self.conn.lock();
         graph_by_id(&conn, id)
@@ -257,7 +266,9 @@ impl Db {
         let sql = format!(
             "SELECT {GRAPH_COLUMNS} FROM graphs ORDER BY service_name, section_name, graph_name DESC"
         );
-        let mut st = conn.prepare_cached(&sql).map_err(|e| DbError::sql("listing graphs", e))?;
+        let mut st = conn
+            .prepare_cached(&sql)
+            .map_err(|e| DbError::sql("listing graphs", e))?;
         let rows = st
             .query_map([], graph_from_row)
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
@@ -306,12 +317,17 @@ impl Db {
         let sql = format!(
             "SELECT {GRAPH_COLUMNS} FROM graphs WHERE service_name = ?1 AND section_name = ?2"
         );
-        let mut st = conn.prepare_cached(&sql).map_err(|e| DbError::sql("listing a section", e))?;
+        let mut st = conn
+            .prepare_cached(&sql)
+            .map_err(|e| DbError::sql("listing a section", e))?;
         let graphs = st
             .query_map([service, section], graph_from_row)
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| DbError::sql("listing a section", e))?;
-        let mut out: Vec<Entry> = graphs.into_iter().map(Entry::Graph).collect();
+        let mut out: Vec<Entry> = graphs
+            .into_iter()
+            .map(|g| Entry::Graph(Box::new(g)))
+            .collect();
         let ids: Vec<i64> = {
             let mut st = conn
                 .prepare_cached(
@@ -330,7 +346,9 @@ impl Db {
             }
         }
         out.sort_by(|a, b| {
-            b.sort().cmp(&a.sort()).then_with(|| entry_name(a).cmp(entry_name(b)))
+            b.sort()
+                .cmp(&a.sort())
+                .then_with(|| entry_name(a).cmp(entry_name(b)))
         });
         Ok(out)
     }
@@ -338,7 +356,8 @@ impl Db {
     /// Applies an edit to a graph; the new names must not belong to another graph.
     pub fn update_graph(&self, g: &Graph) -> Result<(), DbError> {
         let conn = self.conn.lock();
-        if let Some(other) = graph_by_names(&conn, &g.service_name, &g.section_name, &g.graph_name)? {
+        if let Some(other) = graph_by_names(&conn, &g.service_name, &g.section_name, &g.graph_name)?
+        {
             if other.id != g.id {
                 return Err(DbError::Conflict(format!(
                     "a graph {}/{}/{} already exists",
@@ -382,15 +401,24 @@ impl Db {
         let Some(g) = graph_by_id(&conn, id)? else {
             return Ok(None);
         };
-        let tx = conn.transaction().map_err(|e| DbError::sql("deleting a graph", e))?;
+        let tx = conn
+            .transaction()
+            .map_err(|e| DbError::sql("deleting a graph", e))?;
         tx.execute("DELETE FROM graphs WHERE id = ?1", [id])
             .and_then(|_| tx.execute("DELETE FROM complex_items WHERE graph_id = ?1", [id]))
             .map_err(|e| DbError::sql("deleting a graph", e))?;
-        tx.commit().map_err(|e| DbError::sql("deleting a graph", e))?;
+        tx.commit()
+            .map_err(|e| DbError::sql("deleting a graph", e))?;
         Ok(Some(g))
     }
 
-    pub fn complex(&self, service: &str, section: &str, graph: &str) -> Result<Option<Complex>, DbError> {
+    /// The complex graph with these names.
+    pub fn complex(
+        &self,
+        service: &str,
+        section: &str,
+        graph: &str,
+    ) -> Result<Option<Complex>, DbError> {
         let conn = self.conn.lock();
         let id: Option<i64> = conn
             .query_row(
@@ -407,6 +435,7 @@ impl Db {
         }
     }
 
+    /// The complex graph with this id.
     pub fn complex_by_id(&self, id: i64) -> Result<Option<Complex>, DbError> {
         let conn = self.conn.lock();
         complex_by_id(&conn, id)
@@ -441,8 +470,13 @@ impl Db {
     pub fn create_complex(&self, spec: &ComplexSpec, now: i64) -> Result<Complex, DbError> {
         let mut conn = self.conn.lock();
         if complex_id_by_names(&conn, spec)?.is_some()
-            || graph_by_names(&conn, &spec.service_name, &spec.section_name, &spec.graph_name)?
-                .is_some()
+            || graph_by_names(
+                &conn,
+                &spec.service_name,
+                &spec.section_name,
+                &spec.graph_name,
+            )?
+            .is_some()
         {
             return Err(DbError::Conflict(format!(
                 "graph path already exists: {}/{}/{}",
@@ -468,13 +502,17 @@ impl Db {
         let id = tx.last_insert_rowid();
         insert_items(&tx, id, &spec.items)?;
         tx.commit().map_err(|e| DbError::sql(op, e))?;
-        complex_by_id(&conn, id)?.ok_or_else(|| {
-            DbError::sql(op, rusqlite::Error::QueryReturnedNoRows)
-        })
+        complex_by_id(&conn, id)?
+            .ok_or_else(|| DbError::sql(op, rusqlite::Error::QueryReturnedNoRows))
     }
 
     /// Replaces a complex graph's settings and items.
-    pub fn update_complex(&self, id: i64, spec: &ComplexSpec, now: i64) -> Result<Complex, DbError> {
+    pub fn update_complex(
+        &self,
+        id: i64,
+        spec: &ComplexSpec,
+        now: i64,
+    ) -> Result<Complex, DbError> {
         let mut conn = self.conn.lock();
         if let Some(other) = complex_id_by_names(&conn, spec)? {
             if other != id {
@@ -504,11 +542,11 @@ impl Db {
         .map_err(|e| DbError::sql(op, e))?;
         insert_items(&tx, id, &spec.items)?;
         tx.commit().map_err(|e| DbError::sql(op, e))?;
-        complex_by_id(&conn, id)?.ok_or_else(|| {
-            DbError::sql(op, rusqlite::Error::QueryReturnedNoRows)
-        })
+        complex_by_id(&conn, id)?
+            .ok_or_else(|| DbError::sql(op, rusqlite::Error::QueryReturnedNoRows))
     }
 
+    /// Removes a complex graph (its graphs stay); `None` when there was none.
     pub fn delete_complex(&self, id: i64) -> Result<Option<Complex>, DbError> {
         let conn = self.conn.lock();
         let Some(c) = complex_by_id(&conn, id)? else {
@@ -539,7 +577,11 @@ impl Db {
     pub fn vrules(&self, graph_path: &str, from: i64, until: i64) -> Result<Vec<Vrule>, DbError> {
         let mut paths = vec!["/".to_string()];
         let mut acc = String::new();
-        for part in graph_path.trim_start_matches('/').split('/').filter(|p| !p.is_empty()) {
+        for part in graph_path
+            .trim_start_matches('/')
+            .split('/')
+            .filter(|p| !p.is_empty())
+        {
             acc.push('/');
             acc.push_str(part);
             paths.push(acc.clone());
@@ -564,7 +606,10 @@ impl Db {
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| DbError::sql("reading vertical rules", e))?;
-        Ok(all.into_iter().filter(|v| paths.contains(&v.graph_path)).collect())
+        Ok(all
+            .into_iter()
+            .filter(|v| paths.contains(&v.graph_path))
+            .collect())
     }
 }
 
@@ -575,8 +620,14 @@ fn entry_name(e: &Entry) -> &str {
     }
 }
 
-fn strings<P: rusqlite::Params>(conn: &Connection, sql: &str, p: P) -> Result<Vec<String>, DbError> {
-    let mut st = conn.prepare_cached(sql).map_err(|e| DbError::sql("listing names", e))?;
+fn strings<P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    p: P,
+) -> Result<Vec<String>, DbError> {
+    let mut st = conn
+        .prepare_cached(sql)
+        .map_err(|e| DbError::sql("listing names", e))?;
     let rows = st
         .query_map(p, |r| r.get(0))
         .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
@@ -594,7 +645,9 @@ pub(crate) fn graph_by_names(
         "SELECT {GRAPH_COLUMNS} FROM graphs \
          WHERE service_name = ?1 AND section_name = ?2 AND graph_name = ?3"
     );
-    let mut st = conn.prepare_cached(&sql).map_err(|e| DbError::sql("reading a graph", e))?;
+    let mut st = conn
+        .prepare_cached(&sql)
+        .map_err(|e| DbError::sql("reading a graph", e))?;
     st.query_row([service, section, graph], graph_from_row)
         .optional()
         .map_err(|e| DbError::sql("reading a graph", e))
@@ -602,7 +655,9 @@ pub(crate) fn graph_by_names(
 
 pub(crate) fn graph_by_id(conn: &Connection, id: i64) -> Result<Option<Graph>, DbError> {
     let sql = format!("SELECT {GRAPH_COLUMNS} FROM graphs WHERE id = ?1");
-    let mut st = conn.prepare_cached(&sql).map_err(|e| DbError::sql("reading a graph", e))?;
+    let mut st = conn
+        .prepare_cached(&sql)
+        .map_err(|e| DbError::sql("reading a graph", e))?;
     st.query_row([id], graph_from_row)
         .optional()
         .map_err(|e| DbError::sql("reading a graph", e))
@@ -675,8 +730,15 @@ fn insert_items(tx: &Transaction<'_>, id: i64, items: &[ComplexItem]) -> Result<
         )
         .map_err(|e| DbError::sql("writing complex items", e))?;
     for (pos, it) in items.iter().enumerate() {
-        st.execute(params![id, pos as i64, it.graph_id, it.draw, it.gmode, it.stack])
-            .map_err(|e| DbError::sql("writing complex items", e))?;
+        st.execute(params![
+            id,
+            pos as i64,
+            it.graph_id,
+            it.draw,
+            it.gmode,
+            it.stack
+        ])
+        .map_err(|e| DbError::sql("writing complex items", e))?;
     }
     Ok(())
 }
@@ -752,7 +814,10 @@ mod tests {
         let mut changed = spec("both2", &[b]);
         changed.sumup = false;
         let c2 = db.update_complex(c.id, &changed, 200).unwrap();
-        assert_eq!((c2.graph_name.as_str(), c2.items.len(), c2.updated_at), ("both2", 1, 200));
+        assert_eq!(
+            (c2.graph_name.as_str(), c2.items.len(), c2.updated_at),
+            ("both2", 1, 200)
+        );
 
         // deleting a graph removes it from complex graphs
         assert!(db.delete_graph(b).unwrap().is_some());
@@ -784,7 +849,13 @@ mod tests {
     fn vrules_apply_to_their_path_and_below() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path()).unwrap();
-        for (path, t) in [("/", 10), ("/s", 20), ("/s/t", 30), ("/s/t/g", 40), ("/x", 50)] {
+        for (path, t) in [
+            ("/", 10),
+            ("/s", 20),
+            ("/s/t", 30),
+            ("/s/t/g", 40),
+            ("/x", 50),
+        ] {
             db.add_vrule(&Vrule {
                 id: 0,
                 graph_path: path.into(),

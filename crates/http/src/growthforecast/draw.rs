@@ -20,7 +20,7 @@ use sumi_render::graph::DrawType;
 
 use super::graph::{draw, evaluate, image_response, stats, Evaluated, Item};
 use super::json::num;
-use super::view::{GraphParams, Gmode};
+use super::view::{Gmode, GraphParams};
 use super::{blocking, GfError};
 use crate::params::Params;
 use crate::AppState;
@@ -49,7 +49,13 @@ struct Drawing {
     sumup: bool,
 }
 
-fn answer(st: &AppState, m: Method, d: Drawing, params: &GraphParams, tz: Tz) -> Result<Response, GfError> {
+fn answer(
+    st: &AppState,
+    m: Method,
+    d: Drawing,
+    params: &GraphParams,
+    tz: Tz,
+) -> Result<Response, GfError> {
     let period = match m {
         Method::Xport => params
             .period
@@ -75,7 +81,13 @@ fn answer(st: &AppState, m: Method, d: Drawing, params: &GraphParams, tz: Tz) ->
             }
             Ok(Json(Value::Object(out)).into_response())
         }
-        Method::Xport => Ok(Json(xport(&evaluated, period.resolution, period.from, period.until)).into_response()),
+        Method::Xport => Ok(Json(xport(
+            &evaluated,
+            period.resolution,
+            period.from,
+            period.until,
+        ))
+        .into_response()),
     }
 }
 
@@ -94,12 +106,19 @@ fn xport(evaluated: &[Evaluated], step: i64, from: i64, until: i64) -> Value {
         .unwrap_or(until);
     let rows_n = ((end - start) / step).max(0) as usize;
     let value_at = |e: &Evaluated, t: i64| -> Value {
-        let Some(s) = &e.series else { return Value::Null };
+        let Some(s) = &e.series else {
+            return Value::Null;
+        };
         if s.step <= 0 || t < s.start {
             return Value::Null;
         }
         let i = ((t - s.start) / s.step) as usize;
-        s.values.get(i).copied().flatten().filter(|v| !v.is_nan()).map_or(Value::Null, num)
+        s.values
+            .get(i)
+            .copied()
+            .flatten()
+            .filter(|v| !v.is_nan())
+            .map_or(Value::Null, num)
     };
     let rows: Vec<Value> = (0..rows_n)
         .map(|i| {
@@ -137,7 +156,11 @@ pub async fn single(
         let d = Drawing {
             vrule_path: format!("/{s}/{sec}/{g}"),
             items: vec![Item::single(graph, gmode)],
-            title_prefix: if gmode == Gmode::Subtract { "[subtract] " } else { "" },
+            title_prefix: if gmode == Gmode::Subtract {
+                "[subtract] "
+            } else {
+                ""
+            },
             sumup: params.sumup.unwrap_or(false),
         };
         answer(st, m, d, &params, tz)
@@ -145,7 +168,13 @@ pub async fn single(
     .await
 }
 
-fn item_of(st: &AppState, graph_id: i64, draw: &str, gmode: &str, stack: bool) -> Result<Option<Item>, GfError> {
+fn item_of(
+    st: &AppState,
+    graph_id: i64,
+    draw: &str,
+    gmode: &str,
+    stack: bool,
+) -> Result<Option<Item>, GfError> {
     let Some(graph) = st.gf.db.graph_by_id(graph_id)? else {
         return Ok(None);
     };
@@ -194,7 +223,7 @@ pub async fn complex(
 /// The items of an ad-hoc spec: `type:id:gmode:stack`, repeated.
 fn parse_spec(spec: &str) -> Result<Vec<(String, i64, String, bool)>, GfError> {
     let parts: Vec<&str> = spec.split(':').collect();
-    if parts.is_empty() || parts.len() % 4 != 0 {
+    if parts.is_empty() || !parts.len().is_multiple_of(4) {
         return Err(GfError::BadRequest(format!(
             "graph spec {spec:?} is not type:id:gmode:stack repeated"
         )));
@@ -208,7 +237,9 @@ fn parse_spec(spec: &str) -> Result<Vec<(String, i64, String, bool)>, GfError> {
                     .map_err(|_| GfError::BadRequest(format!("graph id {id:?} is not a number")))?;
                 Ok((t.to_string(), id, gmode.to_string(), *stack == "1"))
             }
-            _ => Err(GfError::BadRequest(format!("graph spec {spec:?} is incomplete"))),
+            _ => Err(GfError::BadRequest(format!(
+                "graph spec {spec:?} is incomplete"
+            ))),
         })
         .collect()
 }
@@ -233,7 +264,12 @@ pub async fn adhoc(
         }
         let vrule_path = items
             .first()
-            .map(|i| format!("/{}/{}/{}", i.graph.service_name, i.graph.section_name, i.graph.graph_name))
+            .map(|i| {
+                format!(
+                    "/{}/{}/{}",
+                    i.graph.service_name, i.graph.section_name, i.graph.graph_name
+                )
+            })
             .unwrap_or_else(|| "/".into());
         let d = Drawing {
             items,
@@ -254,7 +290,10 @@ mod tests {
     #[test]
     fn specs() {
         let s = parse_spec("AREA:1:gauge:0:LINE1:22:subtract:1").unwrap();
-        assert_eq!(s[1], ("LINE1".to_string(), 22, "subtract".to_string(), true));
+        assert_eq!(
+            s[1],
+            ("LINE1".to_string(), 22, "subtract".to_string(), true)
+        );
         assert!(parse_spec("AREA:1:gauge").is_err());
         assert!(parse_spec("AREA:x:gauge:0").is_err());
     }
@@ -264,15 +303,30 @@ mod tests {
         let a = TimeSeries::new("a", 600, 1500, 300, vec![Some(1.0), None, Some(3.5)]);
         let b = TimeSeries::new("b", 900, 1500, 300, vec![Some(2.0), Some(f64::NAN)]);
         let ev = vec![
-            Evaluated { name: "a".into(), key: "s/t/a".into(), series: Some(a) },
-            Evaluated { name: "b".into(), key: "s/t/b".into(), series: Some(b) },
-            Evaluated { name: "none".into(), key: "s/t/none".into(), series: None },
+            Evaluated {
+                name: "a".into(),
+                key: "s/t/a".into(),
+                series: Some(a),
+            },
+            Evaluated {
+                name: "b".into(),
+                key: "s/t/b".into(),
+                series: Some(b),
+            },
+            Evaluated {
+                name: "none".into(),
+                key: "s/t/none".into(),
+                series: None,
+            },
         ];
         let x = xport(&ev, 300, 700, 1500);
         assert_eq!(x["start_timestamp"], 600);
         assert_eq!(x["end_timestamp"], 1200);
         assert_eq!(x["columns"], 3);
         assert_eq!(x["column_names"], json!(["a", "b", "none"]));
-        assert_eq!(x["rows"], json!([[1, null, null], [null, 2, null], [3.5, null, null]]));
+        assert_eq!(
+            x["rows"],
+            json!([[1, null, null], [null, 2, null], [3.5, null, null]])
+        );
     }
 }

@@ -18,7 +18,11 @@ pub enum FormError {
 }
 
 /// The parameters of a request: query string, then the body's fields.
-pub fn parameters(headers: &HeaderMap, query: Option<&str>, body: &[u8]) -> Result<Params, FormError> {
+pub fn parameters(
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+) -> Result<Params, FormError> {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -69,18 +73,26 @@ fn multipart(body: &[u8], boundary: &str) -> Result<Vec<(String, String)>, FormE
     let delim = format!("--{boundary}");
     let delim = delim.as_bytes();
     let mut out = Vec::new();
-    let mut pos = find(body, delim, 0).ok_or(FormError::Malformed("no boundary line"))? + delim.len();
+    let mut pos =
+        find(body, delim, 0).ok_or(FormError::Malformed("no boundary line"))? + delim.len();
     loop {
         let rest = body.get(pos..).ok_or(FormError::Malformed("truncated"))?;
         if rest.starts_with(b"--") {
             return Ok(out);
         }
         // the part starts after the line break that ends the boundary line
-        let start = pos + if rest.starts_with(b"\r\n") { 2 } else if rest.starts_with(b"\n") { 1 } else {
-            return Err(FormError::Malformed("no line break after a boundary"));
-        };
+        let start = pos
+            + if rest.starts_with(b"\r\n") {
+                2
+            } else if rest.starts_with(b"\n") {
+                1
+            } else {
+                return Err(FormError::Malformed("no line break after a boundary"));
+            };
         let next = find(body, delim, start).ok_or(FormError::Malformed("no closing boundary"))?;
-        let part = body.get(start..next).ok_or(FormError::Malformed("truncated"))?;
+        let part = body
+            .get(start..next)
+            .ok_or(FormError::Malformed("truncated"))?;
         let part = part
             .strip_suffix(b"\r\n")
             .or_else(|| part.strip_suffix(b"\n"))
@@ -154,9 +166,17 @@ mod tests {
         assert_eq!(parameters(&h, None, b"x"), Err(FormError::NoBoundary));
         let h = headers("multipart/form-data; boundary=zz");
         assert!(parameters(&h, None, b"no boundary here").is_err());
-        assert!(parameters(&h, None, b"--zz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1").is_err());
+        assert!(parameters(
+            &h,
+            None,
+            b"--zz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1"
+        )
+        .is_err());
         assert!(parameters(&h, None, b"--zz\r\nno headers--zz--").is_err());
         // an empty form is fine
-        assert_eq!(parameters(&h, None, b"--zz--\r\n").unwrap().pairs().count(), 0);
+        assert_eq!(
+            parameters(&h, None, b"--zz--\r\n").unwrap().pairs().count(),
+            0
+        );
     }
 }

@@ -16,7 +16,7 @@ use sumi_render::graph::{
 };
 
 use super::db::{Graph, Vrule};
-use super::view::{target, Cf, GraphParams, Gmode, Period, SeededSource};
+use super::view::{target, Cf, Gmode, GraphParams, Period, SeededSource};
 use super::GfError;
 use crate::params::Params;
 use crate::AppState;
@@ -119,7 +119,13 @@ pub fn stats(series: Option<&TimeSeries>) -> [Option<f64>; 4] {
     let Some(s) = series else {
         return [None; 4];
     };
-    let known: Vec<f64> = s.values.iter().flatten().copied().filter(|v| !v.is_nan()).collect();
+    let known: Vec<f64> = s
+        .values
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| !v.is_nan())
+        .collect();
     if known.is_empty() {
         return [None; 4];
     }
@@ -138,7 +144,11 @@ fn image_size(p: &GraphParams, legend_rows: usize) -> (u32, u32) {
         return (p.width, p.height);
     }
     let title = if p.no_title { 10 } else { 30 };
-    let legend = if p.legend { 16 * legend_rows as u32 + 8 } else { 0 };
+    let legend = if p.legend {
+        16 * legend_rows as u32 + 8
+    } else {
+        0
+    };
     let vlabel = if p.vertical_label.is_some() { 16 } else { 0 };
     (
         (p.width + 86 + vlabel).min(4000),
@@ -186,7 +196,9 @@ pub fn draw(
         if let Some(l) = params.lower_limit {
             opts.soft_min = Some(l);
         }
-        opts.soft_max = params.upper_limit;
+        // GrowthForecast draws with `-l 0 -u 2`: zero is always on the axis, also when
+        // every value is below it (a falling subtract)
+        opts.soft_max = Some(params.upper_limit.unwrap_or(0.0));
     }
     if let Some(bg) = &params.background {
         opts.background = bg.clone();
@@ -232,7 +244,13 @@ pub fn draw(
         gs.draw_as_infinite = true;
         gs.color = Some(v.color.clone());
         if !v.dashes.is_empty() {
-            gs.dashed = Some(v.dashes.split(',').next().and_then(|d| d.trim().parse().ok()).unwrap_or(5.0));
+            gs.dashed = Some(
+                v.dashes
+                    .split(',')
+                    .next()
+                    .and_then(|d| d.trim().parse().ok())
+                    .unwrap_or(5.0),
+            );
         }
         series.push(gs);
     }
@@ -288,8 +306,17 @@ mod tests {
 
     #[test]
     fn stats_of_values() {
-        let ts = TimeSeries::new("x", 0, 300, 60, vec![Some(1.0), None, Some(5.0), Some(3.0), None]);
-        assert_eq!(stats(Some(&ts)), [Some(3.0), Some(3.0), Some(5.0), Some(1.0)]);
+        let ts = TimeSeries::new(
+            "x",
+            0,
+            300,
+            60,
+            vec![Some(1.0), None, Some(5.0), Some(3.0), None],
+        );
+        assert_eq!(
+            stats(Some(&ts)),
+            [Some(3.0), Some(3.0), Some(5.0), Some(1.0)]
+        );
         assert_eq!(stats(None), [None; 4]);
         let empty = TimeSeries::new("x", 0, 120, 60, vec![None, None]);
         assert_eq!(stats(Some(&empty)), [None; 4]);
@@ -301,7 +328,10 @@ mod tests {
         g.draw = "LINE2".into();
         g.stype = "LINE1".into();
         assert_eq!(Item::single(g.clone(), Gmode::Gauge).draw, DrawType::Line2);
-        assert_eq!(Item::single(g.clone(), Gmode::Subtract).draw, DrawType::Line1);
+        assert_eq!(
+            Item::single(g.clone(), Gmode::Subtract).draw,
+            DrawType::Line1
+        );
         g.draw = "bogus".into();
         assert_eq!(Item::single(g, Gmode::Gauge).draw, DrawType::Area);
     }

@@ -120,14 +120,19 @@ pub fn name_entry(id: i64, service: &str, section: &str, graph: &str) -> Value {
 /// `/json/list/graph_tree`: services and sections sorted without regard to case, the
 /// graphs of each section in list order.
 pub fn graph_tree(graphs: &[Graph]) -> Value {
-    let mut services: Vec<(&str, Vec<(&str, Vec<Value>)>)> = Vec::new();
+    type Sections<'a> = Vec<(&'a str, Vec<Value>)>;
+    let mut services: Vec<(&str, Sections<'_>)> = Vec::new();
     let mut sorted: Vec<&Graph> = graphs.iter().collect();
     sorted.sort_by(|a, b| {
         a.service_name
             .to_lowercase()
             .cmp(&b.service_name.to_lowercase())
             .then_with(|| a.service_name.cmp(&b.service_name))
-            .then_with(|| a.section_name.to_lowercase().cmp(&b.section_name.to_lowercase()))
+            .then_with(|| {
+                a.section_name
+                    .to_lowercase()
+                    .cmp(&b.section_name.to_lowercase())
+            })
             .then_with(|| a.section_name.cmp(&b.section_name))
             .then_with(|| b.graph_name.cmp(&a.graph_name))
     });

@@ -132,9 +132,6 @@ mod tests {
         assert_eq!(tables, 4);
         conn.pragma_update(None, "user_version", latest() + 1)
             .unwrap();
-        assert!(matches!(
-            migrate(&mut conn),
-            Err(DbError::TooNew { .. })
-        ));
+        assert!(matches!(migrate(&mut conn), Err(DbError::TooNew { .. })));
     }
 }

@@ -122,7 +122,9 @@ impl IntoResponse for GfError {
             GfError::Conflict(m) | GfError::Db(DbError::Conflict(m)) => {
                 text(StatusCode::CONFLICT, m)
             }
-            GfError::Graph(e) if e.is_client_error() => text(StatusCode::BAD_REQUEST, e.to_string()),
+            GfError::Graph(e) if e.is_client_error() => {
+                text(StatusCode::BAD_REQUEST, e.to_string())
+            }
             GfError::Post(writer::PostError::Busy | writer::PostError::Unavailable(_)) => {
                 text(StatusCode::SERVICE_UNAVAILABLE, self.to_string())
             }
@@ -148,9 +150,15 @@ pub fn routes() -> Router<Arc<AppState>> {
             "/api/{service}/{section}/{graph}",
             post(api::post_number).get(api::get_graph),
         )
-        .route("/json/graph/{service}/{section}/{graph}", get(api::json_graph_by_name))
+        .route(
+            "/json/graph/{service}/{section}/{graph}",
+            get(api::json_graph_by_name),
+        )
         .route("/json/graph/{id}", get(api::json_graph_by_id))
-        .route("/json/complex/{service}/{section}/{graph}", get(api::json_complex_by_name))
+        .route(
+            "/json/complex/{service}/{section}/{graph}",
+            get(api::json_complex_by_name),
+        )
         .route("/json/complex/{id}", get(api::json_complex_by_id))
         .route("/json/list/graph", get(api::list_graph))
         .route("/json/list/complex", get(api::list_complex))
@@ -168,7 +176,10 @@ pub fn routes() -> Router<Arc<AppState>> {
             post(api::delete_complex_by_name),
         )
         .route("/json/delete/complex/{id}", post(api::delete_complex_by_id))
-        .route("/delete/{service}/{section}/{graph}", post(api::delete_graph_by_name))
+        .route(
+            "/delete/{service}/{section}/{graph}",
+            post(api::delete_graph_by_name),
+        )
         .route("/delete/{service}/{section}", post(api::delete_section))
         .route("/delete_complex/{id}", post(api::delete_complex_by_id))
         .route("/vrule/api", post(api::add_vrule))
@@ -176,6 +187,9 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/vrule/summary", get(api::vrule_summary))
         .route("/vrule/summary/{*path}", get(api::vrule_summary))
         .route("/{method}/{service}/{section}/{graph}", get(draw::single))
-        .route("/complex/{method}/{service}/{section}/{graph}", get(draw::complex))
+        .route(
+            "/complex/{method}/{service}/{section}/{graph}",
+            get(draw::complex),
+        )
         .route("/{method}/{spec}", get(draw::adhoc))
 }

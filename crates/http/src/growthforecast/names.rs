@@ -151,7 +151,10 @@ mod tests {
         assert_eq!(escape_node("50%"), "50%25");
         assert_eq!(escape_node("load avg"), "load%20avg");
         assert_eq!(escape_node("*{x,y}[z]"), "%2A%7Bx%2Cy%7D%5Bz%5D");
-        assert_eq!(escape_node("ユーザー"), "%E3%83%A6%E3%83%BC%E3%82%B6%E3%83%BC");
+        assert_eq!(
+            escape_node("ユーザー"),
+            "%E3%83%A6%E3%83%BC%E3%82%B6%E3%83%BC"
+        );
         assert_eq!(escape_node("a/b"), "a%2Fb");
     }
 
@@ -197,14 +200,8 @@ mod tests {
             unescape_node("a b"),
             Err(NodeError::Unescaped { ch: ' ', .. })
         ));
-        assert!(matches!(
-            unescape_node("%FF"),
-            Err(NodeError::NotUtf8(_))
-        ));
-        assert!(matches!(
-            split_series("a.b"),
-            Err(NodeError::NodeCount(_))
-        ));
+        assert!(matches!(unescape_node("%FF"), Err(NodeError::NotUtf8(_))));
+        assert!(matches!(split_series("a.b"), Err(NodeError::NodeCount(_))));
         assert!(unescape_node("é").is_err());
     }
 

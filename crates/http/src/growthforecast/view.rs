@@ -38,6 +38,7 @@ pub enum Gmode {
 }
 
 impl Gmode {
+    /// `gauge` or `subtract`.
     pub fn parse(s: &str) -> Option<Gmode> {
         match s {
             "gauge" => Some(Gmode::Gauge),
@@ -46,6 +47,7 @@ impl Gmode {
         }
     }
 
+    /// The name in URLs and the database.
     pub fn as_str(self) -> &'static str {
         match self {
             Gmode::Gauge => "gauge",
@@ -184,13 +186,19 @@ impl Period {
                 let start = parse_datetime(from_text, tz)
                     .ok_or_else(|| bad("from", from_text, "invalid From datetime"))?;
                 let end = match to.filter(|t| !t.is_empty()) {
-                    Some(t) => parse_datetime(t, tz).ok_or_else(|| bad("to", t, "invalid To datetime"))?,
+                    Some(t) => {
+                        parse_datetime(t, tz).ok_or_else(|| bad("to", t, "invalid To datetime"))?
+                    }
                     None => now,
                 };
                 if start >= end {
                     return Err(bad("from", from_text, "from is not before to"));
                 }
-                let (res, _) = if short { (60, "1min") } else { resolution_for_span(end - start) };
+                let (res, _) = if short {
+                    (60, "1min")
+                } else {
+                    resolution_for_span(end - start)
+                };
                 Period {
                     term: term.to_string(),
                     title: format!(
@@ -271,7 +279,11 @@ pub fn target(g: &Graph, gmode: Gmode, p: &Period, cf: Cf) -> String {
             (body, g.sllimit, g.sulimit)
         }
     };
-    let limited = format!("removeBelowValue(removeAboveValue({body},{}),{})", arg(hi), arg(lo));
+    let limited = format!(
+        "removeBelowValue(removeAboveValue({body},{}),{})",
+        arg(hi),
+        arg(lo)
+    );
     match adjust_factor(g) {
         Some(f) => format!("scale({limited},{})", arg(f)),
         None => limited,
@@ -280,7 +292,12 @@ pub fn target(g: &Graph, gmode: Gmode, p: &Period, cf: Cf) -> String {
 
 /// The factor `adjust`/`adjustval` multiply by, unless it is 1 (or unusable).
 fn adjust_factor(g: &Graph) -> Option<f64> {
-    let v: f64 = g.adjustval.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v != 0.0)?;
+    let v: f64 = g
+        .adjustval
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v != 0.0)?;
     let f = if g.adjust == "/" { 1.0 / v } else { v };
     (f != 1.0).then_some(f)
 }
@@ -365,7 +382,9 @@ impl GraphParams {
         let period = Period::parse(p.get("t"), p.get("from"), p.get("to"), now, tz)?;
         let gmode = match p.get("gmode").filter(|v| !v.is_empty()) {
             None => None,
-            Some(v) => Some(Gmode::parse(v).ok_or_else(|| bad("gmode", v, "invalid drawing data"))?),
+            Some(v) => {
+                Some(Gmode::parse(v).ok_or_else(|| bad("gmode", v, "invalid drawing data"))?)
+            }
         };
         let cf = match p.get("cf").filter(|v| !v.is_empty()) {
             None | Some("AVERAGE") => Cf::Average,
@@ -422,7 +441,11 @@ pub struct SeededSource<'a> {
 }
 
 impl<'a> SeededSource<'a> {
-    pub fn new(inner: &'a dyn SeriesSource, counters: impl IntoIterator<Item = String>) -> SeededSource<'a> {
+    /// Seeds fetches from `inner`; `counters` are the series whose seed is interpolated.
+    pub fn new(
+        inner: &'a dyn SeriesSource,
+        counters: impl IntoIterator<Item = String>,
+    ) -> SeededSource<'a> {
         SeededSource {
             inner,
             interpolate: counters.into_iter().collect(),
@@ -430,7 +453,13 @@ impl<'a> SeededSource<'a> {
     }
 
     /// The last known `(time, value)` before `from`, looking back further each time.
-    fn last_before(&self, path: &str, from: i64, span: i64, now: i64) -> Result<Option<(i64, f64)>, SourceError> {
+    fn last_before(
+        &self,
+        path: &str,
+        from: i64,
+        span: i64,
+        now: i64,
+    ) -> Result<Option<(i64, f64)>, SourceError> {
         let paths = [path.to_string()];
         for lookback in [span.max(HOUR), 8 * DAY, 400 * DAY] {
             let got = self.inner.fetch(&paths, from - lookback, from, now)?;
@@ -478,7 +507,9 @@ impl SeriesSource for SeededSource<'_> {
                     .enumerate()
                     .find_map(|(i, v)| v.map(|v| (f.start + i as i64 * f.step, v)));
                 match next {
-                    Some((t1, v1)) if t1 > t0 => v0 + (v1 - v0) * (f.start - t0) as f64 / (t1 - t0) as f64,
+                    Some((t1, v1)) if t1 > t0 => {
+                        v0 + (v1 - v0) * (f.start - t0) as f64 / (t1 - t0) as f64
+                    }
                     _ => v0,
                 }
             } else {
@@ -502,25 +533,60 @@ mod tests {
     fn periods_as_growthforecast() {
         let now = 1_700_000_000;
         let p = Period::parse(None, None, None, now, Tz::UTC).unwrap();
-        assert_eq!((p.title.as_str(), p.from, p.resolution), ("Day (5min avg)", now - 33 * 3600, 300));
+        assert_eq!(
+            (p.title.as_str(), p.from, p.resolution),
+            ("Day (5min avg)", now - 33 * 3600, 300)
+        );
         let p = Period::parse(Some("sh"), None, None, now, Tz::UTC).unwrap();
-        assert_eq!((p.title.as_str(), p.from, p.resolution, p.base), ("Hour (1min avg)", now - 7200, 60, 60));
+        assert_eq!(
+            (p.title.as_str(), p.from, p.resolution, p.base),
+            ("Hour (1min avg)", now - 7200, 60, 60)
+        );
         let p = Period::parse(Some("y"), None, None, now, Tz::UTC).unwrap();
-        assert_eq!((p.title.as_str(), p.resolution, p.base), ("Year (1day avg)", 86400, 300));
-        let p = Period::parse(Some("c"), Some("2023/11/01 00:00:00"), Some("2023-11-20"), now, Tz::UTC).unwrap();
-        assert_eq!((p.from, p.until, p.resolution), (1_698_796_800, 1_698_796_800 + 19 * 86400, 1800));
+        assert_eq!(
+            (p.title.as_str(), p.resolution, p.base),
+            ("Year (1day avg)", 86400, 300)
+        );
+        let p = Period::parse(
+            Some("c"),
+            Some("2023/11/01 00:00:00"),
+            Some("2023-11-20"),
+            now,
+            Tz::UTC,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.from, p.until, p.resolution),
+            (1_698_796_800, 1_698_796_800 + 19 * 86400, 1800)
+        );
         assert_eq!(p.title, "2023/11/01 00:00:00 to 2023-11-20");
         assert!(Period::parse(Some("x"), None, None, now, Tz::UTC).is_err());
         assert!(Period::parse(Some("c"), Some("soon"), None, now, Tz::UTC).is_err());
-        assert!(Period::parse(Some("c"), Some("2023-11-20"), Some("2023-11-01"), now, Tz::UTC).is_err());
+        assert!(Period::parse(
+            Some("c"),
+            Some("2023-11-20"),
+            Some("2023-11-01"),
+            now,
+            Tz::UTC
+        )
+        .is_err());
     }
 
     #[test]
     fn datetimes() {
         assert_eq!(parse_datetime("1700000000", Tz::UTC), Some(1_700_000_000));
-        assert_eq!(parse_datetime("2023-11-14T22:13:20Z", Tz::UTC), Some(1_700_000_000));
-        assert_eq!(parse_datetime("2023/11/14 22:13:20", Tz::UTC), Some(1_700_000_000));
-        assert_eq!(parse_datetime("2023/11/15 07:13:20", Tz::Asia__Tokyo), Some(1_700_000_000));
+        assert_eq!(
+            parse_datetime("2023-11-14T22:13:20Z", Tz::UTC),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            parse_datetime("2023/11/14 22:13:20", Tz::UTC),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            parse_datetime("2023/11/15 07:13:20", Tz::Asia__Tokyo),
+            Some(1_700_000_000)
+        );
         assert_eq!(parse_datetime("yesterday", Tz::UTC), None);
     }
 
@@ -568,7 +634,12 @@ mod tests {
         mem.add("a.b.ctr", 60, 86400, 120, &counter);
         let seeded = SeededSource::new(&mem, ["a.b.ctr".to_string()]);
         let got = seeded
-            .fetch(&["a.b.gauge".to_string(), "a.b.ctr".to_string()], 339, 1400, 1400)
+            .fetch(
+                &["a.b.gauge".to_string(), "a.b.ctr".to_string()],
+                339,
+                1400,
+                1400,
+            )
             .unwrap();
         let gauge = got.iter().find(|f| f.path == "a.b.gauge").unwrap();
         assert_eq!(gauge.values[0], Some(5.0));

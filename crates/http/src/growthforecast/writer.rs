@@ -44,6 +44,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The `mode` parameter.
     pub fn parse(s: &str) -> Option<Mode> {
         match s {
             "gauge" => Some(Mode::Gauge),
@@ -54,6 +55,7 @@ impl Mode {
         }
     }
 
+    /// The name in the API and the database.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Gauge => "gauge",
@@ -103,16 +105,19 @@ pub struct SeriesRegistry {
 }
 
 impl SeriesRegistry {
+    /// An empty registry.
     pub fn new() -> SeriesRegistry {
         SeriesRegistry::default()
     }
 
+    /// Marks `series` as a graph's.
     pub fn insert(&self, series: &str) {
         if !self.names.read().contains(series) {
             self.names.write().insert(series.to_string());
         }
     }
 
+    /// Whether `series` is a graph's.
     pub fn contains(&self, series: &str) -> bool {
         self.names.read().contains(series)
     }
@@ -275,8 +280,9 @@ fn apply_one(
         ])
         .map_err(|e| DbError::sql("creating a graph", e))?;
         let id = conn.last_insert_rowid();
-        let g = graph_by_id(conn, id)?
-            .ok_or_else(|| DbError::sql("creating a graph", rusqlite::Error::QueryReturnedNoRows))?;
+        let g = graph_by_id(conn, id)?.ok_or_else(|| {
+            DbError::sql("creating a graph", rusqlite::Error::QueryReturnedNoRows)
+        })?;
         return Ok((g, Some(post.number)));
     };
     // A series made by other means (carbon) before the graph existed keeps its own
@@ -357,7 +363,12 @@ mod tests {
         }
     }
 
-    fn apply(conn: &mut Connection, sink: &Recorder, reg: &SeriesRegistry, posts: Vec<Post>) -> Result<Vec<Graph>, PostError> {
+    fn apply(
+        conn: &mut Connection,
+        sink: &Recorder,
+        reg: &SeriesRegistry,
+        posts: Vec<Post>,
+    ) -> Result<Vec<Graph>, PostError> {
         let jobs: Vec<Job> = posts
             .into_iter()
             .map(|p| (p, oneshot::channel().0))
@@ -423,9 +434,21 @@ mod tests {
         let mut conn = db.connect_again().unwrap();
         let sink = Recorder::default();
         let reg = SeriesRegistry::new();
-        apply(&mut conn, &sink, &reg, vec![post("c", 2.0, Mode::Count, 1000)]).unwrap();
-        sink.refuse.store(true, std::sync::atomic::Ordering::Relaxed);
-        let err = apply(&mut conn, &sink, &reg, vec![post("c", 3.0, Mode::Count, 1010)]);
+        apply(
+            &mut conn,
+            &sink,
+            &reg,
+            vec![post("c", 2.0, Mode::Count, 1000)],
+        )
+        .unwrap();
+        sink.refuse
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let err = apply(
+            &mut conn,
+            &sink,
+            &reg,
+            vec![post("c", 3.0, Mode::Count, 1010)],
+        );
         assert!(matches!(err, Err(PostError::Unavailable(_))));
         assert_eq!(db.graph("svc", "sec", "c").unwrap().unwrap().number, 2.0);
     }
@@ -444,7 +467,10 @@ mod tests {
         let mut p = post("g", 2.0, Mode::Gauge, 1010);
         p.description = Some("second".into());
         let g = apply(&mut conn, &sink, &reg, vec![p]).unwrap().remove(0);
-        assert_eq!((g.color.as_str(), g.description.as_str()), ("#112233", "second"));
+        assert_eq!(
+            (g.color.as_str(), g.description.as_str()),
+            ("#112233", "second")
+        );
         assert_eq!(db.graph_by_id(g.id).unwrap().unwrap().description, "second");
     }
 

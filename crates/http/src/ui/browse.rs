@@ -50,7 +50,13 @@ pub async fn page_handler(query: Option<&str>) -> Response {
 </section></div>"#,
         targets = esc(&targets),
     );
-    Html(page("Metric browser", &Crumbs::home().push("Metric browser", None), "", &body)).into_response()
+    Html(page(
+        "Metric browser",
+        &Crumbs::home().push("Metric browser", None),
+        "",
+        &body,
+    ))
+    .into_response()
 }
 
 /// The handler.
@@ -65,7 +71,9 @@ mod tests {
     #[tokio::test]
     async fn targets_and_range_come_from_the_url() {
         let resp = page_handler(Some("target=a.b&target=sumSeries(c.*)&from=-7d")).await;
-        let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
         let html = String::from_utf8(body.to_vec()).unwrap();
         assert!(html.contains("a.b\nsumSeries(c.*)</textarea>"));
         assert!(html.contains(r#"<option value="-7d" selected>"#));

@@ -43,7 +43,10 @@ fn field(label: &str, input: &str, hint: &str) -> String {
 }
 
 fn text(name: &str, value: &str) -> String {
-    format!(r#"<input type="text" name="{name}" value="{}">"#, esc(value))
+    format!(
+        r#"<input type="text" name="{name}" value="{}">"#,
+        esc(value)
+    )
 }
 
 fn number_text(name: &str, value: f64) -> String {
@@ -56,11 +59,31 @@ fn graph_form(g: &Graph) -> String {
 <div class="messages" role="alert"></div><fieldset><legend>Names</legend>"#,
         g.id
     );
-    f.push_str(&field("Service", &text("service_name", &g.service_name), ""));
-    f.push_str(&field("Section", &text("section_name", &g.section_name), ""));
-    f.push_str(&field("Graph", &text("graph_name", &g.graph_name), "renaming keeps the data: the Graphite series stays"));
-    f.push_str(&field("Description", &text("description", &g.description), ""));
-    f.push_str(&field("Sort", &sort_select(g.sort), "higher first on the section's page"));
+    f.push_str(&field(
+        "Service",
+        &text("service_name", &g.service_name),
+        "",
+    ));
+    f.push_str(&field(
+        "Section",
+        &text("section_name", &g.section_name),
+        "",
+    ));
+    f.push_str(&field(
+        "Graph",
+        &text("graph_name", &g.graph_name),
+        "renaming keeps the data: the Graphite series stays",
+    ));
+    f.push_str(&field(
+        "Description",
+        &text("description", &g.description),
+        "",
+    ));
+    f.push_str(&field(
+        "Sort",
+        &sort_select(g.sort),
+        "higher first on the section's page",
+    ));
     f.push_str("</fieldset><fieldset><legend>Drawing</legend>");
     f.push_str(&field(
         "Shows",
@@ -75,9 +98,21 @@ fn graph_form(g: &Graph) -> String {
         ),
         "",
     ));
-    f.push_str(&field("Type", &select("type", &["AREA", "LINE1", "LINE2"], &g.draw), ""));
-    f.push_str(&field("Type (subtract)", &select("stype", &["AREA", "LINE1", "LINE2"], &g.stype), ""));
-    f.push_str(&field("Unit", &text("unit", &g.unit), "shown on the vertical axis"));
+    f.push_str(&field(
+        "Type",
+        &select("type", &["AREA", "LINE1", "LINE2"], &g.draw),
+        "",
+    ));
+    f.push_str(&field(
+        "Type (subtract)",
+        &select("stype", &["AREA", "LINE1", "LINE2"], &g.stype),
+        "",
+    ));
+    f.push_str(&field(
+        "Unit",
+        &text("unit", &g.unit),
+        "shown on the vertical axis",
+    ));
     f.push_str(&field(
         "Adjust",
         &format!(
@@ -90,8 +125,16 @@ fn graph_form(g: &Graph) -> String {
     f.push_str("</fieldset><fieldset><legend>Limits (values outside are not drawn)</legend>");
     f.push_str(&field("Upper", &number_text("ulimit", g.ulimit), ""));
     f.push_str(&field("Lower", &number_text("llimit", g.llimit), ""));
-    f.push_str(&field("Upper (subtract)", &number_text("sulimit", g.sulimit), ""));
-    f.push_str(&field("Lower (subtract)", &number_text("sllimit", g.sllimit), ""));
+    f.push_str(&field(
+        "Upper (subtract)",
+        &number_text("sulimit", g.sulimit),
+        "",
+    ));
+    f.push_str(&field(
+        "Lower (subtract)",
+        &number_text("sllimit", g.sllimit),
+        "",
+    ));
     f.push_str(r#"</fieldset><div class="buttons"><button type="submit" class="button primary">Save</button></div></form>"#);
     f
 }
@@ -135,7 +178,11 @@ fn graph_options(graphs: &[Graph], current: i64) -> String {
     let mut group: Option<(&str, &str)> = None;
     let mut sorted: Vec<&Graph> = graphs.iter().collect();
     sorted.sort_by(|a, b| {
-        (&a.service_name, &a.section_name, &a.graph_name).cmp(&(&b.service_name, &b.section_name, &b.graph_name))
+        (&a.service_name, &a.section_name, &a.graph_name).cmp(&(
+            &b.service_name,
+            &b.section_name,
+            &b.graph_name,
+        ))
     });
     for g in sorted {
         let key = (g.service_name.as_str(), g.section_name.as_str());
@@ -147,7 +194,12 @@ fn graph_options(graphs: &[Graph], current: i64) -> String {
             group = Some(key);
         }
         let sel = if g.id == current { " selected" } else { "" };
-        let _ = write!(out, r#"<option value="{}"{sel}>{}</option>"#, g.id, esc(&g.graph_name));
+        let _ = write!(
+            out,
+            r#"<option value="{}"{sel}>{}</option>"#,
+            g.id,
+            esc(&g.graph_name)
+        );
     }
     if group.is_some() {
         out.push_str("</optgroup>");
@@ -182,14 +234,29 @@ fn complex_form(graphs: &[Graph], c: &Complex, action: &str) -> String {
         r#"<form class="settings complex-form" data-json="{action}" data-complex data-next="view_complex" novalidate>
 <div class="messages" role="alert"></div><fieldset><legend>Names</legend>"#
     );
-    f.push_str(&field("Service", &text("service_name", &c.service_name), ""));
-    f.push_str(&field("Section", &text("section_name", &c.section_name), ""));
+    f.push_str(&field(
+        "Service",
+        &text("service_name", &c.service_name),
+        "",
+    ));
+    f.push_str(&field(
+        "Section",
+        &text("section_name", &c.section_name),
+        "",
+    ));
     f.push_str(&field("Graph", &text("graph_name", &c.graph_name), ""));
-    f.push_str(&field("Description", &text("description", &c.description), ""));
+    f.push_str(&field(
+        "Description",
+        &text("description", &c.description),
+        "",
+    ));
     f.push_str(&field("Sort", &sort_select(c.sort), ""));
     f.push_str(&field(
         "Total",
-        &format!(r#"<input type="checkbox" name="sumup"{}>"#, if c.sumup { " checked" } else { "" }),
+        &format!(
+            r#"<input type="checkbox" name="sumup"{}>"#,
+            if c.sumup { " checked" } else { "" }
+        ),
         "show the sum in the legend",
     ));
     f.push_str(r#"</fieldset><fieldset><legend>Series</legend><table class="items"><thead><tr><th>Graph</th><th>Type</th><th>Shows</th><th></th><th></th></tr></thead><tbody>"#);
@@ -203,7 +270,10 @@ fn complex_form(graphs: &[Graph], c: &Complex, action: &str) -> String {
 }
 
 /// `/add_complex?service_name=&section_name=`.
-pub async fn add_complex(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery) -> Response {
+pub async fn add_complex(
+    State(state): State<Arc<AppState>>,
+    RawQuery(query): RawQuery,
+) -> Response {
     let p = Params::parse(query.as_deref(), None);
     let service = p.get("service_name").unwrap_or("").to_string();
     let section = p.get("section_name").unwrap_or("").to_string();
@@ -282,7 +352,11 @@ mod tests {
 
     #[test]
     fn complex_form_lists_graphs_by_section() {
-        let graphs = vec![graph(1, "a", "x", "g1"), graph(2, "a", "x", "g2"), graph(3, "b", "y", "g3")];
+        let graphs = vec![
+            graph(1, "a", "x", "g1"),
+            graph(2, "a", "x", "g2"),
+            graph(3, "b", "y", "g3"),
+        ];
         let c = Complex {
             id: 9,
             service_name: "a".into(),
@@ -291,7 +365,12 @@ mod tests {
             description: String::new(),
             sort: 19,
             sumup: true,
-            items: vec![ComplexItem { graph_id: 3, draw: "LINE1".into(), gmode: "subtract".into(), stack: false }],
+            items: vec![ComplexItem {
+                graph_id: 3,
+                draw: "LINE1".into(),
+                gmode: "subtract".into(),
+                stack: false,
+            }],
             created_at: 0,
             updated_at: 0,
         };

@@ -51,10 +51,12 @@ pub fn path(prefix: &str, segments: &[&str]) -> String {
 pub struct Crumbs(pub Vec<(String, Option<String>)>);
 
 impl Crumbs {
+    /// Just the home page.
     pub fn home() -> Crumbs {
         Crumbs(vec![("Home".into(), Some("/".into()))])
     }
 
+    /// One more level; `href` `None` for the current page.
     pub fn push(mut self, text: &str, href: Option<String>) -> Crumbs {
         self.0.push((text.to_string(), href));
         self
@@ -118,7 +120,10 @@ mod tests {
 
     #[test]
     fn escaping() {
-        assert_eq!(esc(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            esc(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
         assert_eq!(path_escape("a b/c?#日"), "a%20b%2Fc%3F%23%E6%97%A5");
         assert_eq!(path("/list", &["s.1", "x y"]), "/list/s.1/x%20y");
         assert_eq!(query_escape("a b&c"), "a+b%26c");
@@ -126,7 +131,9 @@ mod tests {
 
     #[test]
     fn crumbs_link_all_but_the_last() {
-        let c = Crumbs::home().push("svc", Some("/list/svc".into())).push("sec", None);
+        let c = Crumbs::home()
+            .push("svc", Some("/list/svc".into()))
+            .push("sec", None);
         let html = page("t", &c, "", "");
         assert!(html.contains(r#"<a href="/">Home</a>"#));
         assert!(html.contains(r#"<a href="/list/svc">svc</a>"#));

@@ -39,14 +39,23 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/", get(pages::index))
         .route("/list/{service}", get(pages::service))
         .route("/list/{service}/{section}", get(pages::section))
-        .route("/view_graph/{service}/{section}/{graph}", get(pages::view_graph))
-        .route("/view_complex/{service}/{section}/{graph}", get(pages::view_complex))
+        .route(
+            "/view_graph/{service}/{section}/{graph}",
+            get(pages::view_graph),
+        )
+        .route(
+            "/view_complex/{service}/{section}/{graph}",
+            get(pages::view_complex),
+        )
         .route("/edit/{service}/{section}/{graph}", get(forms::edit_graph))
         .route("/add_complex", get(forms::add_complex))
         .route("/edit_complex/{id}", get(forms::edit_complex))
         .route("/browse", get(browse::handle))
         .route("/static/{file}", get(asset))
-        .route("/favicon.ico", get(|| asset(Path("favicon.svg".to_string()))))
+        .route(
+            "/favicon.ico",
+            get(|| asset(Path("favicon.svg".to_string()))),
+        )
 }
 
 /// An embedded file. The UI is small and versioned with the binary, so a short cache
@@ -60,7 +69,10 @@ async fn asset(Path(file): Path<String>) -> Response {
     };
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, ct), (header::CACHE_CONTROL, "max-age=300")],
+        [
+            (header::CONTENT_TYPE, ct),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
         body,
     )
         .into_response()

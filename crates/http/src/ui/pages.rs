@@ -121,7 +121,12 @@ pub async fn service(State(state): State<Arc<AppState>>, Path(service): Path<Str
                 );
             }
             body.push_str("</ul>");
-            Ok(page(&service, &Crumbs::home().push(&service, None), "", &body))
+            Ok(page(
+                &service,
+                &Crumbs::home().push(&service, None),
+                "",
+                &body,
+            ))
         })
         .await,
     )
@@ -140,7 +145,10 @@ pub(crate) fn graph_src(g: &Graph, t: &str, gmode: &str, size: (u32, u32)) -> St
 pub(crate) fn complex_src(c: &Complex, t: &str, size: (u32, u32)) -> String {
     format!(
         "{}?t={t}&width={}&height={}",
-        path("/complex/graph", &[&c.service_name, &c.section_name, &c.graph_name]),
+        path(
+            "/complex/graph",
+            &[&c.service_name, &c.section_name, &c.graph_name]
+        ),
         size.0,
         size.1
     )
@@ -178,12 +186,18 @@ fn gmodes(g: &Graph) -> &'static [&'static str] {
 }
 
 fn graph_panel(g: &Graph, t: &str) -> String {
-    let view = path("/view_graph", &[&g.service_name, &g.section_name, &g.graph_name]);
+    let view = path(
+        "/view_graph",
+        &[&g.service_name, &g.section_name, &g.graph_name],
+    );
     let edit = path("/edit", &[&g.service_name, &g.section_name, &g.graph_name]);
     let graphite = format!("/browse?target={}", query_escape(&g.series));
     let mut imgs = String::new();
     for gm in gmodes(g) {
-        imgs.push_str(&img(&graph_src(g, t, gm, LIST_SIZE), &format!("{} ({gm})", g.graph_name)));
+        imgs.push_str(&img(
+            &graph_src(g, t, gm, LIST_SIZE),
+            &format!("{} ({gm})", g.graph_name),
+        ));
     }
     format!(
         r#"<section class="panel graph" id="graph-{id}" data-id="{id}">
@@ -202,7 +216,10 @@ fn graph_panel(g: &Graph, t: &str) -> String {
 }
 
 fn complex_panel(c: &Complex, t: &str) -> String {
-    let view = path("/view_complex", &[&c.service_name, &c.section_name, &c.graph_name]);
+    let view = path(
+        "/view_complex",
+        &[&c.service_name, &c.section_name, &c.graph_name],
+    );
     format!(
         r#"<section class="panel complex" id="complex-{id}" data-id="{id}">
 <header><h3><a href="{view}">{name}</a> <span class="badge">complex</span></h3><span class="desc">{desc}</span>
@@ -268,7 +285,11 @@ pub async fn section(
 fn ranges_grid(srcs: impl Fn(&str) -> Vec<String>, alt: &str) -> String {
     let mut body = String::from(r#"<div class="ranges">"#);
     for (t, label) in RANGES.iter().filter(|(t, _)| !t.starts_with('s')) {
-        let _ = write!(body, r#"<figure class="range-{t}"><figcaption>{}</figcaption>"#, esc(label));
+        let _ = write!(
+            body,
+            r#"<figure class="range-{t}"><figcaption>{}</figcaption>"#,
+            esc(label)
+        );
         for src in srcs(t) {
             body.push_str(&img(&src, alt));
         }
@@ -333,8 +354,14 @@ pub async fn view_complex(
                 .complex(&s, &sec, &g)?
                 .ok_or_else(|| GfError::NotFound(format!("complex graph {s}/{sec}/{g}")))?;
             let mut body = format!(r#"<p class="desc">{}</p>"#, esc(&c.description));
-            body.push_str(&ranges_grid(|t| vec![complex_src(&c, t, VIEW_SIZE)], &c.graph_name));
-            let actions = format!(r#"<a class="button" href="/edit_complex/{}">Edit</a>"#, c.id);
+            body.push_str(&ranges_grid(
+                |t| vec![complex_src(&c, t, VIEW_SIZE)],
+                &c.graph_name,
+            ));
+            let actions = format!(
+                r#"<a class="button" href="/edit_complex/{}">Edit</a>"#,
+                c.id
+            );
             let crumbs = Crumbs::home()
                 .push(&s, Some(path("/list", &[&s])))
                 .push(&sec, Some(path("/list", &[&s, &sec])))

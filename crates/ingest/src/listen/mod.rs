@@ -6,6 +6,8 @@
 //!   ([`serve_pickle`]) share every line of it.
 //! - [`pickle`]: the pickle decoder: length-prefixed frames through the unpickler.
 //! - [`udp`]: one task per socket; every datagram is split into whole lines.
+//! - [`allow`]: the source allowlist ([`SourceAllowlist`]): networks whose clients may
+//!   send; others are refused at accept (TCP) or per datagram (UDP) and counted.
 //! - `batcher`: what all share: points into a reused [`sumi_model::Batch`], counts by
 //!   reason, the append with back-pressure and bounded retry.
 //!
@@ -19,6 +21,7 @@
 //! (dropping an unfinished last line: its rest was never read), and return once every
 //! connection has finished.
 
+pub mod allow;
 mod batcher;
 pub mod pickle;
 mod pool;
@@ -34,6 +37,7 @@ use crate::options::PlaintextOptions;
 use crate::stats::IngestStats;
 use crate::Sink;
 
+pub use allow::{AllowlistError, Cidr, CidrError, SourceAllowlist};
 pub use pickle::serve_pickle;
 pub use tcp::serve_tcp;
 pub use udp::serve_udp;

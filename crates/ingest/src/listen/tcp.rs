@@ -130,7 +130,8 @@ impl StreamDecoder for LineReader {
 /// [module doc](super)); returns when every connection has finished.
 ///
 /// Accept errors (out of file descriptors, ...) are logged and retried after a pause;
-/// connections over `opts.max_connections` are closed at once and counted.
+/// connections over `opts.max_connections`, or from a source outside `opts.allow`, are
+/// closed at once and counted.
 pub async fn serve_tcp(
     listener: TcpListener,
     sink: Arc<dyn Sink>,
@@ -168,6 +169,11 @@ pub(super) async fn serve_stream<D: StreamDecoder>(
             }
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    if ctx.opts.allow.as_ref().is_some_and(|a| !a.permits(peer.ip())) {
+                        ctx.stats.refuse_connection_source(peer, name);
+                        drop(stream);
+                        continue;
+                    }
                     let limit = ctx.opts.max_connections;
                     if !ctx.stats.try_open_connection(limit) {
                         ctx.stats.log_refused_connection(peer, limit);

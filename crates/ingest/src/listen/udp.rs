@@ -23,7 +23,8 @@ const DATAGRAMS_PER_WAKE: usize = 256;
 /// appends what was read and returns.
 ///
 /// Lines are split as carbon's `splitlines()` does ([`datagram_lines`]); lines longer
-/// than `opts.max_line_bytes` are refused as `line_too_long`, like on TCP.
+/// than `opts.max_line_bytes` are refused as `line_too_long`, like on TCP. Datagrams
+/// from sources outside `opts.allow` are dropped and counted.
 pub async fn serve_udp(
     socket: UdpSocket,
     sink: Arc<dyn Sink>,
@@ -35,6 +36,8 @@ pub async fn serve_udp(
     let local = socket.local_addr().ok();
     tracing::info!(addr = ?local, "carbon plaintext listening on UDP");
     let max_line = ctx.opts.max_line_bytes;
+    let allow = ctx.opts.allow.clone();
+    let allow = allow.as_deref();
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut batcher = Batcher::new(Arc::clone(&ctx), None);
     loop {
@@ -49,6 +52,9 @@ pub async fn serve_udp(
         let now = ctx.opts.clock.now();
         for _ in 0..DATAGRAMS_PER_WAKE {
             match socket.try_recv_from(&mut buf) {
+                Ok((_, peer)) if allow.is_some_and(|a| !a.permits(peer.ip())) => {
+                    ctx.stats.refuse_datagram_source(peer);
+                }
                 Ok((n, peer)) => {
                     batcher.peer = Some(peer);
                     batcher.counts.bytes += n as u64;

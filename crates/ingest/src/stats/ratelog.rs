@@ -13,7 +13,8 @@ pub(super) const SAMPLE_BYTES: usize = 400;
 /// Rate-limiter slots after the per-reason ones.
 pub(super) const SLOT_REFUSED: usize = REASONS;
 pub(super) const SLOT_LISTENER: usize = REASONS + 1;
-const SLOTS: usize = REASONS + 2;
+pub(super) const SLOT_ALLOWLIST: usize = REASONS + 2;
+const SLOTS: usize = REASONS + 3;
 
 /// At most one log line per reason (and per listener event kind) per interval.
 #[derive(Debug)]

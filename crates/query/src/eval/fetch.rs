@@ -2,12 +2,15 @@
 //! `_merge_results`.
 //!
 //! Before evaluating, every path expression of the request is found (leaves only) and
-//! all leaves are fetched in one `SeriesSource::fetch` call. Each pattern's series are
-//! built with the pattern as their `path_expression` and the request's xFilesFactor,
-//! de-duplicated by name (of two answers for one name graphite-web keeps the one with
-//! fewer `None`s) and sorted by name. Results are kept per (pattern, from, until, now)
-//! for as many uses as the targets have; a function that evaluates an argument over
-//! another interval fetches it then.
+//! all leaves are fetched in one `SeriesSource::fetch_each` call into one compact
+//! [`FetchedSet`] (each distinct leaf once: the patterns' sorted leaf lists are merged,
+//! no hashing of a million names). Each pattern's series are built from it with the
+//! pattern as their `path_expression` and the request's xFilesFactor, de-duplicated by
+//! name (of two answers for one name graphite-web keeps the one with fewer `None`s) and
+//! sorted by name. Results are kept per (pattern, from, until, now) for as many uses as
+//! the targets have; a function that evaluates an argument over another interval
+//! fetches it then. Targets that are nothing but a path keep their series in the set
+//! until a renderer reads them (`targets.rs`).
 //!
 //! One deliberate difference: graphite-web prefetches only the paths in positional
 //! arguments, so a path given as a keyword argument (`asPercent(a.*, total=b.c)`)

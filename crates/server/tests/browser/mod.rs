@@ -89,14 +89,18 @@ impl Browser {
                     break (port.trim().to_string(), path.trim().to_string());
                 }
             }
-            assert!(Instant::now() < deadline, "chromium did not start its DevTools endpoint in 60 s");
+            assert!(
+                Instant::now() < deadline,
+                "chromium did not start its DevTools endpoint in 60 s"
+            );
             std::thread::sleep(Duration::from_millis(50));
         };
         let addr = format!("127.0.0.1:{port}");
         let stream = TcpStream::connect(&addr).expect("connect to chromium");
         stream.set_read_timeout(Some(Duration::from_secs(60))).ok();
         let url = format!("ws://{addr}{path}");
-        let (ws, _) = tungstenite::client::client(url.as_str(), stream).expect("devtools websocket");
+        let (ws, _) =
+            tungstenite::client::client(url.as_str(), stream).expect("devtools websocket");
         let mut b = Browser {
             child,
             profile,
@@ -111,7 +115,10 @@ impl Browser {
             "Target.attachToTarget",
             json!({"targetId": target_id, "flatten": true}),
         );
-        b.session = attached["sessionId"].as_str().expect("sessionId").to_string();
+        b.session = attached["sessionId"]
+            .as_str()
+            .expect("sessionId")
+            .to_string();
         b.call("Page.enable", json!({}));
         b.call("Runtime.enable", json!({}));
         b.call(
@@ -132,7 +139,10 @@ impl Browser {
             .send(Message::text(msg.to_string()))
             .unwrap_or_else(|e| panic!("devtools {method}: {e}"));
         loop {
-            let m = self.ws.read().unwrap_or_else(|e| panic!("devtools {method}: {e}"));
+            let m = self
+                .ws
+                .read()
+                .unwrap_or_else(|e| panic!("devtools {method}: {e}"));
             let Message::Text(text) = m else { continue };
             let v: Value = serde_json::from_str(text.as_str()).expect("devtools JSON");
             if v["id"].as_u64() != Some(id) {
@@ -245,7 +255,8 @@ impl Browser {
         let png = base64::engine::general_purpose::STANDARD
             .decode(data)
             .expect("screenshot base64");
-        std::fs::write(screenshot_dir().join(format!("{name}.png")), &png).expect("write screenshot");
+        std::fs::write(screenshot_dir().join(format!("{name}.png")), &png)
+            .expect("write screenshot");
         png
     }
 }
