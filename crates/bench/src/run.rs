@@ -155,7 +155,7 @@ fn run_probes(plan: &Plan, target: &Target, report: &mut Report) -> Result<(), B
     }
     let prefix = &w.prefix;
     for glob in [
-        format!("{prefix}.host0001*.cpu.*"),
+        format!("{prefix}.host0000*.cpu.*"),
         format!("{prefix}.*.cpu.user"),
     ] {
         report

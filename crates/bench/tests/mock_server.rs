@@ -176,7 +176,7 @@ fn a_full_run_measures_everything_against_a_working_server() {
     std::fs::write(data_dir.join("part"), vec![7u8; 50_000]).expect("write");
     let args = bench_args(&format!(
         "--carbon {} --http {} --pid {} --data-dir {} --series 250 --points 5 --step 10 \
-         --connections 3 --end 1700000000 --no-progress --stall-timeout 20",
+         --connections 3 --end 1700000000 --no-progress --stall-timeout 20 --probes 0",
         server.carbon,
         server.http,
         std::process::id(),

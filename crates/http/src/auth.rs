@@ -83,7 +83,10 @@ const READ_POST_PREFIXES: [&str; 5] = ["/render", "/metrics", "/tags/", "/functi
 /// so that an escaped letter cannot move a request into a weaker class.
 pub fn classify(method: &Method, path: &str, query: Option<&str>, public_metrics: bool) -> Access {
     let decoded = percent_decode(path);
-    let path = decoded.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(&decoded);
+    let path = decoded
+        .strip_suffix('/')
+        .filter(|p| !p.is_empty())
+        .unwrap_or(&decoded);
     if path == "/health" || path == "/ready" {
         return Access::Open;
     }
@@ -102,7 +105,11 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>, public_metrics
             Access::Read
         };
     }
-    if reading_method || READ_POST_PREFIXES.iter().any(|p| starts_with_segment(path, p)) {
+    if reading_method
+        || READ_POST_PREFIXES
+            .iter()
+            .any(|p| starts_with_segment(path, p))
+    {
         Access::Read
     } else {
         Access::Write
@@ -325,6 +332,37 @@ impl Auth {
         }
     }
 
+    /// The policy in a few words, for the startup log line (no token in it).
+    pub fn summary(&self) -> String {
+        if !self.is_enabled() {
+            return "no authentication".to_string();
+        }
+        let class = |guarded: bool, name: &str| {
+            if guarded {
+                format!("{name}: token")
+            } else {
+                format!("{name}: open")
+            }
+        };
+        let admin = if !self.admin.is_empty() {
+            "admin: admin token"
+        } else if !self.write.is_empty() {
+            "admin: write token"
+        } else {
+            "admin: refused (no admin or write token configured)"
+        };
+        let metrics = if self.public_metrics() {
+            "/metrics: open"
+        } else {
+            "/metrics: read token"
+        };
+        format!(
+            "{}, {}, {admin}, {metrics}",
+            class(self.guards(Access::Read), "reads"),
+            class(self.guards(Access::Write), "writes")
+        )
+    }
+
     /// The tokens besides admin ones that `access` accepts.
     fn own_tokens(&self, access: Access) -> &[Secret] {
         match access {
@@ -359,7 +397,14 @@ impl Auth {
     }
 
     /// Counts a refusal and logs it (rate-limited).
-    fn refuse(&self, why: Refusal, access: Access, method: &Method, path: &str, peer: Option<SocketAddr>) {
+    fn refuse(
+        &self,
+        why: Refusal,
+        access: Access,
+        method: &Method,
+        path: &str,
+        peer: Option<SocketAddr>,
+    ) {
         if let Some(n) = self.refused.get(why as usize) {
             n.fetch_add(1, Relaxed);
         }
@@ -410,7 +455,11 @@ impl Auth {
 
 /// A path for a log line: at most 200 characters, control characters escaped.
 fn sample(path: &str) -> String {
-    let mut s: String = path.chars().take(200).flat_map(char::escape_default).collect();
+    let mut s: String = path
+        .chars()
+        .take(200)
+        .flat_map(char::escape_default)
+        .collect();
     if path.chars().count() > 200 {
         s.push_str("...");
     }
@@ -428,7 +477,9 @@ fn presented_token(headers: &HeaderMap) -> Option<String> {
         return (!rest.is_empty()).then(|| rest.to_string());
     }
     if scheme.eq_ignore_ascii_case("basic") {
-        let raw = base64::engine::general_purpose::STANDARD.decode(rest).ok()?;
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(rest)
+            .ok()?;
         let text = String::from_utf8(raw).ok()?;
         let (user, password) = text.split_once(':').unwrap_or((&text, ""));
         let token = if password.is_empty() { user } else { password };
@@ -440,8 +491,14 @@ fn presented_token(headers: &HeaderMap) -> Option<String> {
 /// The answer to a refused request: nothing in it depends on the data.
 fn refusal_response(why: Refusal, access: Access) -> Response {
     let (status, body) = match why {
-        Refusal::Missing => (StatusCode::UNAUTHORIZED, "authentication required\n".to_string()),
-        Refusal::Invalid => (StatusCode::UNAUTHORIZED, "invalid credentials\n".to_string()),
+        Refusal::Missing => (
+            StatusCode::UNAUTHORIZED,
+            "authentication required\n".to_string(),
+        ),
+        Refusal::Invalid => (
+            StatusCode::UNAUTHORIZED,
+            "invalid credentials\n".to_string(),
+        ),
         Refusal::Forbidden => (
             StatusCode::FORBIDDEN,
             format!("this token may not {}\n", access.verb()),
@@ -540,18 +597,47 @@ mod tests {
             classify(&Method::GET, "/metrics", None, false),
             Access::Read
         );
-        for p in ["/render", "/render/", "/metrics/find", "/metrics/expand", "/functions/sumSeries", "/version", "/tags/autoComplete/tags"] {
+        for p in [
+            "/render",
+            "/render/",
+            "/metrics/find",
+            "/metrics/expand",
+            "/functions/sumSeries",
+            "/version",
+            "/tags/autoComplete/tags",
+        ] {
             assert_eq!(c(Method::GET, p, Some("target=a")), Access::Read, "{p}");
             assert_eq!(c(Method::POST, p, None), Access::Read, "POST {p}");
         }
-        for p in ["/", "/browse", "/graph/s/e/g", "/static/sumi.css", "/json/list/all", "/api/s/e/g"] {
+        for p in [
+            "/",
+            "/browse",
+            "/graph/s/e/g",
+            "/static/sumi.css",
+            "/json/list/all",
+            "/api/s/e/g",
+        ] {
             assert_eq!(c(Method::GET, p, None), Access::Read, "{p}");
         }
-        for p in ["/api/v0/tsdb", "/api/v1/write", "/tags/tagSeries", "/api/s/e/g", "/json/create/complex", "/json/edit/graph/1", "/vrule/api/s"] {
+        for p in [
+            "/api/v0/tsdb",
+            "/api/v1/write",
+            "/tags/tagSeries",
+            "/api/s/e/g",
+            "/json/create/complex",
+            "/json/edit/graph/1",
+            "/vrule/api/s",
+        ] {
             assert_eq!(c(Method::POST, p, None), Access::Write, "POST {p}");
         }
         assert_eq!(c(Method::GET, "/api/v1/write", None), Access::Write);
-        for p in ["/tags/delSeries", "/json/delete/graph/1", "/delete/s/e/g", "/delete_complex/3", "/admin/rename"] {
+        for p in [
+            "/tags/delSeries",
+            "/json/delete/graph/1",
+            "/delete/s/e/g",
+            "/delete_complex/3",
+            "/admin/rename",
+        ] {
             assert_eq!(c(Method::POST, p, None), Access::Admin, "{p}");
             assert_eq!(c(Method::GET, p, None), Access::Admin, "GET {p}");
         }
@@ -560,7 +646,10 @@ mod tests {
         assert_eq!(c(Method::DELETE, "/anything", None), Access::Write);
         assert_eq!(c(Method::POST, "/healthz", None), Access::Write);
         // escapes cannot move a request into a weaker class
-        assert_eq!(c(Method::POST, "/json/%64elete/graph/1", None), Access::Admin);
+        assert_eq!(
+            c(Method::POST, "/json/%64elete/graph/1", None),
+            Access::Admin
+        );
         assert_eq!(c(Method::GET, "/%68ealth", None), Access::Open);
         assert_eq!(c(Method::POST, "/tags/delSeries%2F", None), Access::Admin);
     }
@@ -591,7 +680,11 @@ mod tests {
         assert_eq!(a.check(Access::Admin, &bearer(A)), Ok(()));
         // near misses: prefix, extension, one byte changed
         for bad in [&R[..R.len() - 1], &format!("{R}x"), "read-token-0123456780"] {
-            assert_eq!(a.check(Access::Read, &bearer(bad)), Err(Refusal::Invalid), "{bad}");
+            assert_eq!(
+                a.check(Access::Read, &bearer(bad)),
+                Err(Refusal::Invalid),
+                "{bad}"
+            );
         }
     }
 
@@ -599,12 +692,27 @@ mod tests {
     fn a_class_without_tokens_is_open_but_admin_never_is_once_auth_is_on() {
         let a = auth(&[R], &[], &[]);
         assert_eq!(a.check(Access::Write, &HeaderMap::new()), Ok(()));
-        assert_eq!(a.check(Access::Read, &HeaderMap::new()), Err(Refusal::Missing));
+        assert_eq!(
+            a.check(Access::Read, &HeaderMap::new()),
+            Err(Refusal::Missing)
+        );
         // no admin or write token exists: deletes are refused to everyone
-        assert_eq!(a.check(Access::Admin, &HeaderMap::new()), Err(Refusal::Missing));
+        assert_eq!(
+            a.check(Access::Admin, &HeaderMap::new()),
+            Err(Refusal::Missing)
+        );
         assert_eq!(a.check(Access::Admin, &bearer(R)), Err(Refusal::Forbidden));
+        assert_eq!(
+            a.summary(),
+            "reads: token, writes: open, admin: refused (no admin or write token configured), /metrics: open"
+        );
         // without admin tokens, write tokens may delete
         let a = auth(&[], &[W], &[]);
+        assert_eq!(
+            a.summary(),
+            "reads: open, writes: token, admin: write token, /metrics: open"
+        );
+        assert_eq!(Auth::open().summary(), "no authentication");
         assert_eq!(a.check(Access::Read, &HeaderMap::new()), Ok(()));
         assert_eq!(a.check(Access::Admin, &bearer(W)), Ok(()));
         assert!(a.public_metrics());
@@ -615,13 +723,22 @@ mod tests {
         let a = auth(&[R], &[W], &[]);
         assert_eq!(a.check(Access::Read, &basic("grafana", R)), Ok(()));
         assert_eq!(a.check(Access::Read, &basic(R, "")), Ok(()));
-        assert_eq!(a.check(Access::Read, &basic("grafana", "nope-nope-nope-nope")), Err(Refusal::Invalid));
+        assert_eq!(
+            a.check(Access::Read, &basic("grafana", "nope-nope-nope-nope")),
+            Err(Refusal::Invalid)
+        );
         let mut h = HeaderMap::new();
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic !!notbase64"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic !!notbase64"),
+        );
         assert_eq!(a.check(Access::Read, &h), Err(Refusal::Missing));
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Digest x"));
         assert_eq!(a.check(Access::Read, &h), Err(Refusal::Missing));
-        h.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer   read-token-0123456789  "));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("bearer   read-token-0123456789  "),
+        );
         assert_eq!(a.check(Access::Read, &h), Ok(()));
     }
 
@@ -646,21 +763,46 @@ mod tests {
                 index: 0
             }
         );
-        assert!(Auth::new(&cfg(&[""])).unwrap_err().to_string().contains("read_tokens: token 0 is empty"));
+        assert!(Auth::new(&cfg(&[""]))
+            .unwrap_err()
+            .to_string()
+            .contains("read_tokens: token 0 is empty"));
         assert!(!format!("{:?}", auth(&[R], &[], &[])).contains(R));
     }
 
     #[test]
     fn refusals_are_counted_and_exposed() {
         let a = auth(&[R], &[], &[]);
-        a.refuse(Refusal::Missing, Access::Read, &Method::GET, "/render", None);
-        a.refuse(Refusal::Missing, Access::Read, &Method::GET, "/render\n", None);
-        a.refuse(Refusal::Invalid, Access::Read, &Method::GET, "/render", None);
+        a.refuse(
+            Refusal::Missing,
+            Access::Read,
+            &Method::GET,
+            "/render",
+            None,
+        );
+        a.refuse(
+            Refusal::Missing,
+            Access::Read,
+            &Method::GET,
+            "/render\n",
+            None,
+        );
+        a.refuse(
+            Refusal::Invalid,
+            Access::Read,
+            &Method::GET,
+            "/render",
+            None,
+        );
         assert_eq!(a.refused(Refusal::Missing), 2);
         let mut out = String::new();
         a.write_prometheus(&mut out);
-        assert!(out.contains("sumi_http_requests_refused_total{reason=\"missing_credentials\"} 2\n"));
-        assert!(out.contains("sumi_http_requests_refused_total{reason=\"invalid_credentials\"} 1\n"));
+        assert!(
+            out.contains("sumi_http_requests_refused_total{reason=\"missing_credentials\"} 2\n")
+        );
+        assert!(
+            out.contains("sumi_http_requests_refused_total{reason=\"invalid_credentials\"} 1\n")
+        );
         assert!(out.contains("sumi_http_requests_refused_total{reason=\"forbidden\"} 0\n"));
         assert_eq!(sample("/a\nb"), "/a\\nb");
     }

@@ -22,6 +22,7 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
@@ -81,8 +82,11 @@ fn format_of(params: &Params) -> &str {
 }
 
 fn render(state: &AppState, params: &Params, reply: oneshot::Sender<Response>) {
+    let started = Instant::now();
     let mut big = false;
-    match evaluate_and_render(state, params, &mut big) {
+    let rendering = evaluate_and_render(state, params, &mut big);
+    let evaluated = started.elapsed();
+    match rendering {
         Rendering::Done(resp) => {
             let _ = reply.send(resp);
         }
@@ -92,7 +96,14 @@ fn render(state: &AppState, params: &Params, reply: oneshot::Sender<Response>) {
         } => stream_json(chunks, content_type, reply),
     }
     if big {
+        let t = Instant::now();
         release_memory();
+        tracing::debug!(
+            eval_secs = evaluated.as_secs_f64(),
+            total_secs = started.elapsed().as_secs_f64(),
+            trim_secs = t.elapsed().as_secs_f64(),
+            "big render sent"
+        );
     }
 }
 

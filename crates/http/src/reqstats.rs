@@ -76,7 +76,10 @@ impl Route {
     /// exposition for a request without a `query` parameter; with one, or as a `POST`
     /// (whose body may hold it), it is graphite-web's find.
     pub fn of(path: &str, is_post: bool, query: Option<&str>) -> Route {
-        let p = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
+        let p = path
+            .strip_suffix('/')
+            .filter(|p| !p.is_empty())
+            .unwrap_or(path);
         let under = |prefix: &str| p == prefix || p.starts_with(&format!("{prefix}/"));
         match p {
             "/render" => Route::Render,

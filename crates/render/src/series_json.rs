@@ -136,7 +136,12 @@ pub fn render_json_chunks(
 ) -> JsonChunks<AnswerSeries> {
     let has_values = answer.extents().any(|(_, _, n)| n > 0);
     let span = span(answer.extents().map(|(start, end, _)| (start, end)));
-    JsonChunks::new(answer.into_series(), has_values, span, opts, chunk_bytes)
+    let points: usize = answer.extents().map(|(_, _, n)| n).sum();
+    let mut chunks = JsonChunks::new(answer.into_series(), has_values, span, opts, chunk_bytes);
+    // the first chunk, or the whole of a small answer, without growing the buffer
+    let first = points.saturating_mul(24).saturating_add(64);
+    chunks.w.reserve(first.min(chunks.capacity()));
+    chunks
 }
 
 /// The earliest start and the latest end.
@@ -189,6 +194,14 @@ impl<I> JsonChunks<I> {
             done: false,
         }
     }
+
+    /// Room for a chunk: what it holds when handed out, plus some for the series
+    /// that crosses the threshold.
+    fn capacity(&self) -> usize {
+        self.chunk_bytes
+            .saturating_add(self.chunk_bytes / 4)
+            .min(16 << 20)
+    }
 }
 
 impl<I, S> Iterator for JsonChunks<I>
@@ -202,11 +215,7 @@ where
         if self.done {
             return None;
         }
-        // what a chunk holds when it is handed out, plus one series' worth of room
-        let capacity = self
-            .chunk_bytes
-            .saturating_add(self.chunk_bytes / 4)
-            .min(16 << 20);
+        let capacity = self.capacity();
         while self.w.len() < self.chunk_bytes {
             let next = if self.has_values {
                 self.series.next()

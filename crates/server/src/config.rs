@@ -33,12 +33,15 @@
 //! timezone = "UTC"
 //! # What one /render request may read, over all its targets and the fetches its
 //! # functions make; a request over either limit is answered 422 with a message saying
-//! # which limit, how much it asked for and how to narrow it. Points are slots: a
-//! # series over 24 h at 10 s is 8,640 of them. 20 M points is about 160 MB held for
-//! # plain paths and 320 MB of values when a function needs them as series; it
+//! # which limit, how much it asked for and how to narrow it, before any data is read.
+//! # Points are slots: a series over 24 h at 10 s is 8,640 of them. Measured peak RSS
+//! # above an idle server: 18 M points as plain paths +150 MB (8 bytes and a bit a
+//! # point), through sumSeries() +430 MB (a function holds series, 16 bytes a point
+//! # and a few hundred bytes a series). 20 M keeps one request near half a GB and
 //! # admits a million series x 10 points, or 2,300 series over a day at 10 s.
 //! max_points_per_query = 20000000
-//! # A series costs a few hundred bytes besides its points when a function holds it.
+//! # 2 M: the million-series benchmark query (+280 MB as plain paths, +710 MB through
+//! # sumSeries) fits with room to spare; twice that through a function is ~1.5 GB.
 //! max_series_per_query = 2000000
 //!
 //! [storage]
@@ -229,6 +232,10 @@ pub(crate) struct ServeFlags {
     /// tests that bind port 0).
     #[arg(long, value_name = "FILE")]
     pub(crate) ready_file: Option<PathBuf>,
+    /// Do not record sumi's own series, whatever sumi.toml says (for comparisons with a
+    /// server that has none).
+    #[arg(long)]
+    pub(crate) no_selfmon: bool,
 }
 
 /// The validated configuration.
@@ -391,6 +398,9 @@ impl Config {
             c.aggregation_file = Some(p.clone());
         }
         c.ready_file = flags.ready_file.clone();
+        if flags.no_selfmon {
+            c.selfmon.enabled = false;
+        }
 
         if c.max_line_bytes < 64 {
             bail!(
@@ -545,9 +555,13 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let tokens = dir.path().join("admin.tokens");
-        std::fs::write(&tokens, "# ops team
+        std::fs::write(
+            &tokens,
+            "# ops team
 \nadmin-token-from-a-file-01
-").unwrap();
+",
+        )
+        .unwrap();
         std::fs::set_permissions(&tokens, std::os::unix::fs::PermissionsExt::from_mode(0o644))
             .unwrap();
         let text = format!(
@@ -559,7 +573,10 @@ mod tests {
             tokens.display().to_string()
         );
         let file: FileConfig = toml::from_str(&text).unwrap();
-        assert!(!format!("{file:?}").contains("read-token"), "Debug shows no token");
+        assert!(
+            !format!("{file:?}").contains("read-token"),
+            "Debug shows no token"
+        );
         let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
         let allow = c.carbon_allow.as_ref().unwrap();
         assert!(allow.permits("10.1.2.3".parse().unwrap()));
@@ -570,6 +587,13 @@ mod tests {
         assert_eq!(c.selfmon.interval, Duration::from_secs(5));
         assert!(c.selfmon.prefix.starts_with("ops.") && c.selfmon.prefix.ends_with(".sumi"));
         assert_eq!(c.log_format, LogFormat::Json);
+        assert!(c.selfmon.enabled);
+        let flags = ServeFlags {
+            no_selfmon: true,
+            ..ServeFlags::default()
+        };
+        let file: FileConfig = toml::from_str("[selfmon]\nenabled = true\n").unwrap();
+        assert!(!Config::from_parts(file, &flags).unwrap().selfmon.enabled);
         assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
         assert!(c.warnings[0].contains("auth.admin_token_file"));
 
@@ -578,7 +602,10 @@ mod tests {
             ("[carbon]\nallow = []\n", "carbon.allow"),
             ("[http]\ntls_cert = \"c.pem\"\n", "tls_key"),
             ("[auth]\nwrite_tokens = [\"short\"]\n", "auth.write_tokens"),
-            ("[auth]\nread_token_file = \"/nonexistent/sumi.tokens\"\n", "auth.read_token_file"),
+            (
+                "[auth]\nread_token_file = \"/nonexistent/sumi.tokens\"\n",
+                "auth.read_token_file",
+            ),
             ("[selfmon]\ninterval_secs = 0\n", "selfmon.interval_secs"),
             ("[selfmon]\nprefix = \"a..b\"\n", "selfmon.prefix"),
             ("[log]\nformat = \"xml\"\n", "log.format"),

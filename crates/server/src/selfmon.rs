@@ -180,10 +180,13 @@ fn read(src: &Sources, origin: Instant) -> Reading {
     }
     counter(
         "errors",
-        ["sumi_store_append_errors_total", "sumi_store_background_errors_total"]
-            .iter()
-            .filter_map(|s| store.get(s))
-            .sum(),
+        [
+            "sumi_store_append_errors_total",
+            "sumi_store_background_errors_total",
+        ]
+        .iter()
+        .filter_map(|s| store.get(s))
+        .sum(),
     );
     for route in src.http.snapshot() {
         if route.route == "render" || route.route == "find" {
@@ -281,8 +284,9 @@ fn parse_vm_rss(status: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Records every `opts.interval` until `stop`: the first report covers the first
-/// interval after the call (like carbon, nothing at time zero).
+/// Records every `opts.interval` until `stop`. Counters start from zero, as carbon's
+/// do when it starts, so the first report (one interval after the call; nothing at
+/// time zero, like carbon) also counts what arrived before this task ran.
 pub(crate) async fn run(
     opts: SelfmonOptions,
     src: Sources,
@@ -290,10 +294,9 @@ pub(crate) async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let origin = Instant::now();
-    let first = src.clone();
-    let Ok(mut prev) = tokio::task::spawn_blocking(move || read(&first, origin)).await else {
-        tracing::warn!("self-monitoring could not start");
-        return;
+    let mut prev = Reading {
+        cpu_secs: cpu_seconds().unwrap_or(f64::NAN),
+        ..Reading::default()
     };
     tracing::info!(
         prefix = %opts.prefix,

@@ -93,16 +93,16 @@ pub(crate) fn load_rules(config: &Config) -> Result<SeriesRules> {
     Ok(rules)
 }
 
-/// One line per listener: where it is bound, and on loopback how to open it; beyond
-/// loopback, what guards it.
+/// One line per listener: where it is bound, what guards it, and on loopback how to
+/// open it.
 fn log_listener(what: &str, addr: SocketAddr, key: &str, flag: &str, guard: &str) {
     let port = addr.port();
     if addr.ip().is_loopback() {
         info!(
             listener = what,
             %addr,
-            "{what} listening on {addr}, loopback only: to accept other hosts set \
-             {key} = \"0.0.0.0:{port}\" in sumi.toml or pass {flag} 0.0.0.0:{port}"
+            "{what} listening on {addr} ({guard}), loopback only: to accept other hosts \
+             set {key} = \"0.0.0.0:{port}\" in sumi.toml or pass {flag} 0.0.0.0:{port}"
         );
     } else {
         info!(listener = what, %addr, "{what} listening on {addr} ({guard})");
@@ -120,41 +120,27 @@ fn carbon_guard(config: &Config) -> String {
 /// What guards HTTP, for [`log_listener`]; warns when it is open to the network.
 fn http_guard(config: &Config, addr: SocketAddr) -> String {
     let auth = &config.auth;
-    let scheme = if config.tls.is_some() { "HTTPS" } else { "HTTP" };
-    if !auth.is_enabled() {
-        if !addr.ip().is_loopback() {
-            warn!(
-                %addr,
-                "HTTP is reachable beyond loopback without authentication: anyone who can \
-                 reach it may read, write and delete; set auth.read_tokens, \
-                 auth.write_tokens and auth.admin_tokens in sumi.toml"
-            );
-        }
-        return format!("{scheme}, no authentication");
-    }
-    if config.tls.is_none() && !addr.ip().is_loopback() {
+    let scheme = if config.tls.is_some() {
+        "HTTPS"
+    } else {
+        "HTTP"
+    };
+    let beyond_loopback = !addr.ip().is_loopback();
+    if beyond_loopback && !auth.is_enabled() {
+        warn!(
+            %addr,
+            "HTTP is reachable beyond loopback without authentication: anyone who can \
+             reach it may read, write and delete; set auth.read_tokens, \
+             auth.write_tokens and auth.admin_tokens in sumi.toml"
+        );
+    } else if beyond_loopback && config.tls.is_none() {
         warn!(
             %addr,
             "HTTP tokens travel in clear text beyond loopback; set http.tls_cert and \
              http.tls_key, or put a TLS proxy in front"
         );
     }
-    use sumi_http::auth::Access;
-    let classes: Vec<&str> = [
-        (Access::Read, "read"),
-        (Access::Write, "write"),
-        (Access::Admin, "admin"),
-    ]
-    .iter()
-    .filter(|(a, _)| auth.guards(*a))
-    .map(|(_, name)| *name)
-    .collect();
-    let metrics = if auth.public_metrics() {
-        "; /metrics open"
-    } else {
-        ""
-    };
-    format!("{scheme}, tokens required for {}{metrics}", classes.join(", "))
+    format!("{scheme}; {}", auth.summary())
 }
 
 /// Opens the store, binds every listener and serves until `shutdown` turns true.
@@ -232,7 +218,11 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         &carbon_guard,
     );
     log_listener(
-        if tls_config.is_some() { "HTTPS" } else { "HTTP" },
+        if tls_config.is_some() {
+            "HTTPS"
+        } else {
+            "HTTP"
+        },
         http_addr,
         "http.listen",
         "--http",
@@ -300,11 +290,11 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         let _ = http_stop.wait_for(|stop| *stop).await;
     };
     let http_task = match tls_config {
-        None => tokio::spawn(async move {
-            axum::serve(http, app)
-                .with_graceful_shutdown(stopped)
-                .await
-        }),
+        None => {
+            tokio::spawn(
+                async move { axum::serve(http, app).with_graceful_shutdown(stopped).await },
+            )
+        }
         Some(tls_config) => tokio::spawn(async move {
             // `tap_io` also gives the listener axum's ConnectInfo<SocketAddr>
             let listener = tls::TlsListener::new(http, tls_config).tap_io(|tls| {

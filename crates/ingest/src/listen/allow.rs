@@ -236,7 +236,14 @@ mod tests {
             e.to_string(),
             "entry 1 of the allowlist: \"10.0.0.1/8\" has host bits set; the network is 10.0.0.0/8"
         );
-        for bad in ["", "10.0.0.0/", "10.0.0.0/+8", "10.0.0/8", "host.example", "10.0.0.0/8/8"] {
+        for bad in [
+            "",
+            "10.0.0.0/",
+            "10.0.0.0/+8",
+            "10.0.0/8",
+            "host.example",
+            "10.0.0.0/8/8",
+        ] {
             assert_eq!(
                 bad.parse::<Cidr>(),
                 Err(CidrError::Syntax(bad.to_string())),
