@@ -11,10 +11,12 @@
 
 pub mod attime;
 pub mod codec;
+pub mod glob;
 pub mod json_bulk;
 pub mod pickle;
 pub mod plaintext;
 pub mod remote_write;
+pub mod tagged;
 pub mod target;
 
 /// A fuzz target: must not panic, whatever the bytes.
@@ -31,6 +33,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("pickle", pickle::pickle),
     ("json_bulk", json_bulk::json_bulk),
     ("remote_write", remote_write::remote_write),
+    ("glob", glob::glob),
+    ("tagged_name", tagged::tagged_name),
 ];
 
 /// The target called `name`.

@@ -107,7 +107,8 @@ fn check_element_error(e: &ElementError) {
         | ElementError::InvalidTimestamp(_)
         | ElementError::InvalidValue(_)
         | ElementError::NanValue
-        | ElementError::Name(_) => {}
+        | ElementError::Name(_)
+        | ElementError::Tags(_) => {}
         ElementError::NonFiniteTimestamp(t) => assert!(!t.is_finite()),
         ElementError::TimestampOutOfRange(t) => assert!(t.abs() >= 9.2e18),
     }

@@ -44,6 +44,11 @@ pub struct BenchArgs {
     /// globs over every loaded name (0: none).
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub probes: u64,
+    /// After the probes, send this many tagged series
+    /// (`cpu.usage;core=K;dc=dcM;host=hN`, 100 cores a host, 10 data centres) and time
+    /// `seriesByTag` renders and `/tags/findSeries` over them (0: none).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub tagged: u64,
     /// No progress bars; a status line on stderr every 10 s instead (for CI and logs).
     #[arg(long)]
     pub no_progress: bool,
@@ -93,6 +98,39 @@ pub struct BenchArgs {
     /// Keep the started server's temporary directory (data and log) instead of removing it.
     #[arg(long, conflicts_with = "carbon")]
     pub keep: bool,
+
+    /// Soak instead of a bench: feed `--rate` points a second over `--series` (plus new
+    /// series) with queries in parallel for this many minutes, a CSV row every
+    /// `--soak-sample-secs`, charts of the server's self-metrics at the end.
+    #[arg(
+        long,
+        value_name = "MIN",
+        conflicts_with = "soak_seconds",
+        requires = "rate"
+    )]
+    pub soak_minutes: Option<f64>,
+    /// The soak's length in seconds (for short runs; see `--soak-minutes`).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..), requires = "rate")]
+    pub soak_seconds: Option<u64>,
+    /// Seconds between two soak rows (RSS, CPU, points/s, query latency, errors).
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub soak_sample_secs: u64,
+    /// Directory for the soak's CSV, charts and the started server's config.
+    #[arg(long, value_name = "DIR", default_value = "soak")]
+    pub soak_out: PathBuf,
+    /// New series a minute during a soak (a slow trickle on top of the fixed set).
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    pub soak_new_series: u64,
+    /// Query threads during a soak.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u16).range(0..=64))]
+    pub soak_query_threads: u16,
+    /// Milliseconds each soak query thread waits between two queries.
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    pub soak_query_pause_ms: u64,
+    /// Prefix of the server's own series to chart (default: the one the soak sets on a
+    /// server it starts, `sumi.agents.*` on a running one).
+    #[arg(long, value_name = "PREFIX")]
+    pub soak_selfmon_prefix: Option<String>,
 }
 
 /// A validated benchmark: the workload and the bounds of every wait.
@@ -108,6 +146,8 @@ pub struct Plan {
     pub sample: u64,
     /// Repetitions of each latency probe.
     pub probes: usize,
+    /// Tagged series for the tag probes (0: none).
+    pub tagged: u64,
     /// No progress change for this long ends the run.
     pub stall_timeout: Duration,
     /// Bound of the wait for /health.
@@ -153,6 +193,7 @@ impl Plan {
             rate: args.rate,
             sample: args.sample,
             probes: usize::try_from(args.probes).unwrap_or(0),
+            tagged: args.tagged,
             stall_timeout: Duration::from_secs(args.stall_timeout),
             ready_timeout: Duration::from_secs(args.ready_timeout),
             stop_timeout: Duration::from_secs(args.stop_timeout),

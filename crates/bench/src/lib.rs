@@ -18,6 +18,7 @@
 //! - [`watch`]: stall detection and poll intervals; [`procfs`]: CPU, RSS, disk usage.
 //! - [`progress`], [`report`]: what the user sees during and after the run.
 //! - [`run`]: the phases in order ([`execute`]).
+//! - [`soak`]: the long steady run with queries in parallel (`--soak-minutes`).
 
 pub mod args;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod rng;
 pub mod run;
 pub mod send;
 pub mod server;
+pub mod soak;
 pub mod watch;
 pub mod workload;
 
@@ -44,6 +46,22 @@ pub use run::execute;
 /// Runs `sumi bench` with `args`: prints the report to stdout (a table, or JSON with
 /// `--json`) and fails when the run did not complete (the report says how far it got).
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(plan) = soak::SoakPlan::from_args(&args)? {
+        let report = soak::execute_soak(&args, &plan)?;
+        if args.json {
+            println!("{}", report.to_json());
+        } else {
+            print!("{}", report.to_text());
+        }
+        return match (&report.error, report.errors) {
+            (Some(e), _) => Err(anyhow::anyhow!("soak failed: {e}")),
+            (None, 0) => Ok(()),
+            (None, n) => Err(anyhow::anyhow!(
+                "soak finished with {n} errors (first: {})",
+                report.first_error.as_deref().unwrap_or("?")
+            )),
+        };
+    }
     let report = execute(&args)?;
     if args.json {
         println!("{}", report.to_json());

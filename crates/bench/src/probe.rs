@@ -4,7 +4,9 @@
 //!   already open; the clock runs from the write until both `/metrics/find` and
 //!   `/render` show it (polled every 2 ms);
 //! - **render**: one sampled series over the whole loaded range (up to a day at 10 s);
-//! - **find**: globs evaluated over every loaded name.
+//! - **find**: globs evaluated over every loaded name;
+//! - **tagged** (opt-in, `--tagged N`): N tagged series sent, then `seriesByTag`
+//!   renders and `/tags/findSeries` timed over them.
 //!
 //! Each probe is repeated and reported as a median (and max): the machine is shared.
 
@@ -144,11 +146,14 @@ pub fn render_one(
     name: &str,
     runs: usize,
 ) -> Result<Timing, BenchError> {
-    let path = format!(
-        "/render?target={name}&from={}&until={}&format=json",
-        w.first_ts() - 1,
-        w.last_ts
-    );
+    // relative to now, as a dashboard asks ("the last 24 h"): back to the first point,
+    // but no further than the load's span or a day, whichever is longer. An absolute
+    // `from` at the first point of a day-long load is older than the finest archive's
+    // retention (a day by default) by the time the load is in, and whisper then
+    // answers from the next, coarser archive.
+    let span = w.last_ts - w.first_ts() + w.step_secs;
+    let back = (crate::soak::feed::unix_now() - w.first_ts() + w.step_secs).min(span.max(86_400));
+    let path = format!("/render?target={name}&from=-{back}s&format=json");
     let mut size = 0;
     let mut ms = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -184,6 +189,122 @@ pub fn find(http_addr: &str, glob: &str, runs: usize) -> Result<Timing, BenchErr
     Ok(summarize(format!("/metrics/find?query={glob}"), ms, size))
 }
 
+/// Cores a host in the tagged probe's series.
+const TAGGED_CORES: u64 = 100;
+/// Data centres in the tagged probe's series.
+const TAGGED_DCS: u64 = 10;
+
+/// The `i`-th series of the tagged probe: host-major, so the last host comes last.
+fn tagged_name(i: u64) -> String {
+    let host = i / TAGGED_CORES;
+    format!(
+        "cpu.usage;core={};dc=dc{};host=h{host}",
+        i % TAGGED_CORES,
+        host % TAGGED_DCS
+    )
+}
+
+/// Percent-encodes a query parameter value.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Sends `count` tagged series (one point each) over carbon, waits until the last
+/// host's series are in the tag index, then times `seriesByTag` renders and
+/// `/tags/findSeries` over them.
+pub fn tagged(
+    carbon: &str,
+    http_addr: &str,
+    count: u64,
+    runs: usize,
+) -> Result<Vec<Timing>, BenchError> {
+    let carbon_err = |e: std::io::Error| BenchError::Http {
+        addr: carbon.to_string(),
+        path: "carbon".to_string(),
+        reason: e.to_string(),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut stream = TcpStream::connect(carbon).map_err(carbon_err)?;
+    let mut buf = String::with_capacity(1 << 20);
+    for i in 0..count {
+        buf.push_str(&tagged_name(i));
+        buf.push_str(&format!(" 1 {now}\n"));
+        if buf.len() > 1 << 20 {
+            stream.write_all(buf.as_bytes()).map_err(carbon_err)?;
+            buf.clear();
+        }
+    }
+    stream.write_all(buf.as_bytes()).map_err(carbon_err)?;
+    drop(stream);
+    // the last series sent is the last host's last core
+    let last = count.saturating_sub(1);
+    let wait = format!(
+        "/tags/findSeries?expr={}&expr={}",
+        encode(&format!("host=h{}", last / TAGGED_CORES)),
+        encode(&format!("core={}", last % TAGGED_CORES)),
+    );
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let body = get_ok(http_addr, &wait)?;
+        if serde_json::from_slice::<Vec<String>>(&body).is_ok_and(|v| !v.is_empty()) {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(BenchError::Http {
+                addr: http_addr.to_string(),
+                path: wait,
+                reason: format!("{count} tagged series not indexed after 600 s"),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let exprs = ["name=cpu.usage", "dc=dc3", "host=~h12.*"];
+    let target = format!(
+        "seriesByTag({})",
+        exprs
+            .iter()
+            .map(|e| format!("'{e}'"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let render = format!("/render?target={}&from=-10min&format=json", encode(&target));
+    let find = format!(
+        "/tags/findSeries?{}",
+        exprs
+            .iter()
+            .map(|e| format!("expr={}", encode(e)))
+            .collect::<Vec<_>>()
+            .join("&")
+    );
+    let mut out = Vec::new();
+    for (what, path) in [(target.clone(), render), (find.clone(), find)] {
+        let mut ms = Vec::with_capacity(runs);
+        let mut size = 0;
+        for _ in 0..runs.max(1) {
+            let t = Instant::now();
+            let body = get_ok(http_addr, &path)?;
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            size = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v.as_array().map(Vec::len))
+                .unwrap_or(0);
+        }
+        out.push(summarize(
+            format!("{what} over {count} tagged series"),
+            ms,
+            size,
+        ));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +319,13 @@ mod tests {
         let t = summarize("x".into(), vec![4.0, 1.0, 2.0, 3.0], 0);
         assert_eq!(t.median_ms, 2.5);
         assert_eq!(summarize("x".into(), vec![], 0).median_ms, 0.0);
+    }
+
+    #[test]
+    fn tagged_names_are_unique_and_host_major() {
+        assert_eq!(tagged_name(0), "cpu.usage;core=0;dc=dc0;host=h0");
+        assert_eq!(tagged_name(123), "cpu.usage;core=23;dc=dc1;host=h1");
+        assert_eq!(encode("a=~b c"), "a%3D%7Eb%20c");
     }
 
     #[test]

@@ -162,6 +162,14 @@ fn run_probes(plan: &Plan, target: &Target, report: &mut Report) -> Result<(), B
             .probes
             .push(crate::probe::find(&target.http, &glob, n)?);
     }
+    if plan.tagged > 0 {
+        report.probes.extend(crate::probe::tagged(
+            &target.carbon,
+            &target.http,
+            plan.tagged,
+            n,
+        )?);
+    }
     Ok(())
 }
 

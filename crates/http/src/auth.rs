@@ -6,7 +6,7 @@
 //! | class | endpoints |
 //! | --- | --- |
 //! | open | `/health`, `/ready`; Prometheus `/metrics` (a `GET` without `query`) unless `public_metrics` is off |
-//! | admin | deletes: `/tags/delSeries`, GrowthForecast's `/json/delete/...`, `/delete/...`, `/delete_complex/...`, anything under `/admin/` |
+//! | admin | deletes: `/tags/delSeries`, GrowthForecast's `/json/delete/...`, `/delete/...`, `/delete_complex/...`, series delete and rename under `/api/v1/series/`, anything under `/admin/` |
 //! | write | `/api/v0/tsdb`, `/api/v1/write`, `/tags/tagSeries`, `/tags/tagMultiSeries`, and every other `POST`/`PUT`/`PATCH`/`DELETE` (GrowthForecast's `POST /api/...`, `/json/create`, `/json/edit`, `/vrule/api`) |
 //! | read | everything else: `/render`, `/metrics/*`, `/tags/*` lookups, `/functions`, `/version`, graph images, UI pages (`POST` included for the endpoints graphite-web answers on `POST`) |
 //!
@@ -60,8 +60,9 @@ impl Access {
 }
 
 /// Paths that delete (any method).
-const ADMIN_PREFIXES: [&str; 5] = [
+const ADMIN_PREFIXES: [&str; 6] = [
     "/tags/delSeries",
+    "/api/v1/series/",
     "/json/delete/",
     "/delete/",
     "/delete_complex/",
@@ -637,6 +638,8 @@ mod tests {
             "/delete/s/e/g",
             "/delete_complex/3",
             "/admin/rename",
+            "/api/v1/series/delete",
+            "/api/v1/series/rename",
         ] {
             assert_eq!(c(Method::POST, p, None), Access::Admin, "{p}");
             assert_eq!(c(Method::GET, p, None), Access::Admin, "GET {p}");

@@ -10,9 +10,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use sumi_ingest::{
-    decode_remote_write, parse_json_bulk, BulkLimits, LocalCounts, Sink, WriteLimits,
-};
+use sumi_ingest::{decode_remote_write, parse_json_bulk, BulkLimits, LocalCounts, WriteLimits};
 use sumi_model::Batch;
 
 use crate::{server_error, unix_now, AppState};
@@ -34,11 +32,28 @@ fn status_text(status: u16, msg: String) -> Response {
         .into_response()
 }
 
-/// Appends on a blocking thread (the WAL write may wait for an fsync).
+/// Appends on a blocking thread (the WAL write may wait for an fsync). Limits answer
+/// as clients expect to back off: 429 (with `Retry-After`) while new series come
+/// faster than `max_new_series_per_minute` allows (nothing of the batch was stored;
+/// send it again), 507 when `max_series` refused some of its points (the others are
+/// stored).
 async fn append(state: &Arc<AppState>, batch: Batch) -> Result<u64, Response> {
     let store = state.store.clone();
-    match tokio::task::spawn_blocking(move || store.append(&batch)).await {
+    match tokio::task::spawn_blocking(move || store.write(&batch)).await {
+        Ok(Ok(outcome)) if outcome.series_limit > 0 => Err(status_text(
+            507,
+            format!(
+                "series limit reached (max_series): {} points of new series refused, {} stored",
+                outcome.series_limit, outcome.accepted
+            ),
+        )),
         Ok(Ok(outcome)) => Ok(outcome.accepted),
+        Ok(Err(e @ sumi_store::StoreError::NewSeriesRate(_))) => {
+            let mut r = status_text(429, e.to_string());
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+            Err(r)
+        }
         Ok(Err(e)) => Err(status_text(503, e.to_string())),
         Err(e) => Err(server_error(format_args!("append failed: {e}"))),
     }

@@ -6,6 +6,8 @@
 //! - [`ingest_api`]: points over HTTP: `/api/v0/tsdb` (JSON bulk), `/api/v1/write`
 //!   (Prometheus remote write).
 //! - [`functions_api`]: `/functions` (the function definitions) and `/version`.
+//! - [`admin_api`]: deleting and renaming series (`/api/v1/series/delete`,
+//!   `/api/v1/series/rename`).
 //! - [`ops`]: `/metrics` in Prometheus text format (without `query`), `/health` and
 //!   `/ready`.
 //! - [`auth`]: access control (tokens for reads, writes, admin), a middleware around
@@ -21,6 +23,7 @@
 //! the store through mmap and may take a while); errors a client caused are 400s with
 //! a message saying what was wrong, never a 500.
 
+pub mod admin_api;
 pub mod auth;
 pub mod functions_api;
 pub mod growthforecast;
@@ -31,6 +34,7 @@ pub mod params;
 pub mod render;
 pub mod reqstats;
 pub mod source;
+pub mod tags_api;
 pub mod ui;
 
 use std::path::Path;
@@ -141,9 +145,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/functions/{name}", any(functions_api::details))
         .route("/version", any(functions_api::version))
         .route("/version/", any(functions_api::version))
+        .route("/api/v1/series/delete", post(admin_api::delete))
+        .route("/api/v1/series/rename", post(admin_api::rename))
         .route("/health", get(ops::health))
         .route("/ready", get(ops::ready))
         .merge(growthforecast::routes())
+        .merge(tags_api::routes())
         .merge(ui::routes())
         .with_state(state)
         .layer(from_fn_with_state(auth, auth::require))

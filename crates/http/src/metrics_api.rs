@@ -48,8 +48,9 @@ fn no_cache(mut resp: Response) -> Response {
     resp
 }
 
-fn find_nodes(state: &AppState, query: &str, leaves_only: bool) -> Vec<FindNode> {
-    state
+fn find_nodes(state: &AppState, query: &str, leaves_only: bool) -> Result<Vec<FindNode>, ApiError> {
+    PathPattern::check(query).map_err(ApiError::bad_request)?;
+    Ok(state
         .store
         .find(&PathPattern::parse(query))
         .into_iter()
@@ -58,7 +59,7 @@ fn find_nodes(state: &AppState, query: &str, leaves_only: bool) -> Vec<FindNode>
             path: e.path,
             is_leaf: e.is_leaf,
         })
-        .collect()
+        .collect())
 }
 
 pub async fn find(
@@ -121,7 +122,7 @@ fn find_blocking(
     } else {
         query.to_string()
     };
-    let nodes = find_nodes(state, &query, leaves_only);
+    let nodes = find_nodes(state, &query, leaves_only)?;
     let out = match format {
         "treejson" => fmt::tree_json(&query, &nodes, wildcards, &opts),
         "completer" => fmt::completer(&nodes, wildcards, &opts),
@@ -163,8 +164,8 @@ pub async fn expand(
         let results: Vec<(String, Vec<FindNode>)> = params
             .get_all("query")
             .into_iter()
-            .map(|q| (q.to_string(), find_nodes(&state, q, false)))
-            .collect();
+            .map(|q| Ok((q.to_string(), find_nodes(&state, q, false)?)))
+            .collect::<Result<_, ApiError>>()?;
         Ok(rendered(fmt::expand(
             &results,
             group_by_expr,
@@ -190,6 +191,7 @@ pub async fn index_json(
     let opts = json_opts(&params, &headers);
     let work = move || {
         let leaves: Vec<String> = find_nodes(&state, "**", true)
+            .unwrap_or_default()
             .into_iter()
             .map(|n| n.path)
             .collect();

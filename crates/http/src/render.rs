@@ -45,6 +45,10 @@ const CHUNKS_IN_FLIGHT: usize = 4;
 /// Values in an answer above which its memory is handed back to the system once the
 /// answer is sent (see [`release_memory`]).
 const BIG_ANSWER_POINTS: usize = 1_000_000;
+/// Points read by a request beyond which its memory is trimmed too: about 160 MB as
+/// series. Below it freed memory stays in the allocator (see `tune_malloc` in the
+/// server), so that repeated dashboard queries do not fault their pages in again.
+const BIG_READ_POINTS: u64 = 10_000_000;
 
 pub async fn handle(
     State(state): State<Arc<AppState>>,
@@ -245,7 +249,10 @@ fn evaluate_and_render(state: &AppState, params: &Params, big: &mut bool) -> Ren
         Err(e) if e.is_input_error() => return done(bad_request(e)),
         Err(e) => return done(server_error(e)),
     };
-    *big = answer.extents().map(|(_, _, n)| n).sum::<usize>() > BIG_ANSWER_POINTS;
+    // a big answer, or a small one computed from many points (`sumSeries` of a
+    // million series): the memory it took goes back once it is sent
+    *big = answer.extents().map(|(_, _, n)| n).sum::<usize>() > BIG_ANSWER_POINTS
+        || source.points_read() > BIG_READ_POINTS;
     if format == "json" {
         let opts = JsonOptions {
             max_data_points: ctx.max_data_points,

@@ -77,6 +77,11 @@ impl StoreSource {
         }
     }
 
+    /// Points read so far through this source.
+    pub fn points_read(&self) -> u64 {
+        self.points.load(Ordering::Relaxed)
+    }
+
     /// Takes `n` from `counter` when the total stays within `max`; otherwise the total
     /// it would have reached.
     fn draw(counter: &AtomicU64, n: u64, max: u64) -> Result<(), u64> {
@@ -90,6 +95,17 @@ impl StoreSource {
 }
 
 impl SeriesSource for StoreSource {
+    fn find_tagged(&self, exprs: &[String]) -> Result<Vec<String>, SourceError> {
+        let exprs = exprs
+            .iter()
+            .map(|e| sumi_store::TagExpr::parse(e))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SourceError::Invalid(e.to_string()))?;
+        self.store
+            .find_tagged(&exprs)
+            .map_err(|e| SourceError::Invalid(e.to_string()))
+    }
+
     fn find(&self, pattern: &PathPattern) -> Result<Vec<FindNode>, SourceError> {
         Ok(self
             .store

@@ -73,6 +73,9 @@ pub enum LineError {
     /// The name was refused by [`sumi_model::name::normalize`].
     #[error("metric name: {0}")]
     Name(#[from] NameError),
+    /// A tagged name carbon cannot parse.
+    #[error("tagged metric name: {0}")]
+    Tags(#[from] crate::tagged::TagError),
 }
 
 impl LineError {
@@ -89,6 +92,7 @@ impl LineError {
             LineError::NanValue => Reason::NanValue,
             LineError::LineTooLong(_) => Reason::LineTooLong,
             LineError::Name(e) => Reason::for_name(e),
+            LineError::Tags(_) => Reason::InvalidTags,
         })
     }
 
@@ -116,7 +120,7 @@ pub fn parse_line(line: &[u8], now: i64) -> Result<ParsedLine<'_>, LineError> {
     };
     let n = normalize(name.as_bytes())?;
     Ok(ParsedLine {
-        name: n.path,
+        name: crate::tagged::canonical_name(n.path)?,
         ts,
         value,
         name_changed: n.dropped_empty_nodes,

@@ -31,11 +31,14 @@ pub struct AppendOutcome {
     pub too_old: u64,
     /// Points further in the future than the store accepts.
     pub too_new: u64,
+    /// Points of new series refused because the store holds its maximum number of
+    /// series (`[store] max_series`).
+    pub series_limit: u64,
 }
 
 impl AppendOutcome {
     pub fn rejected(&self) -> u64 {
-        self.too_old + self.too_new
+        self.too_old + self.too_new + self.series_limit
     }
 }
 

@@ -55,11 +55,14 @@ pub enum Reason {
     HistogramSample,
     /// The sink stayed unavailable through the shutdown grace period; the batch was lost.
     SinkUnavailable,
+    /// A tagged name (`name;tag=value`) carbon's `TaggedSeries.parse` refuses (an empty
+    /// tag or value, a `~` value, a segment without `=`, ...).
+    InvalidTags,
 }
 
 impl Reason {
     /// Every reason, in the order they are reported.
-    pub const ALL: [Reason; 16] = [
+    pub const ALL: [Reason; 17] = [
         Reason::InvalidLine,
         Reason::InvalidUtf8,
         Reason::InvalidValue,
@@ -76,6 +79,7 @@ impl Reason {
         Reason::StaleMarker,
         Reason::HistogramSample,
         Reason::SinkUnavailable,
+        Reason::InvalidTags,
     ];
 
     /// The `reason` label value.
@@ -97,6 +101,7 @@ impl Reason {
             Reason::StaleMarker => "stale_marker",
             Reason::HistogramSample => "histogram_sample",
             Reason::SinkUnavailable => "sink_unavailable",
+            Reason::InvalidTags => "invalid_tags",
         }
     }
 

@@ -15,9 +15,12 @@
 //!   sorts before `a=1`: `-` < `=`).
 //!
 //! Untagged names are not passed through here (carbon would strip a leading `~` from
-//! them too): the plaintext and pickle paths keep such names as sent, and this module
-//! is used only where tags are given, so every protocol stores an untagged name alike.
+//! them too): every protocol keeps such names as sent. Tagged names are canonicalised
+//! on every protocol ([`canonical_name`] for plaintext and pickle); one carbon cannot
+//! parse is refused and counted (`invalid_tags`) where carbon logs it and stores it
+//! under its raw name.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// Characters carbon refuses in a tag (`TaggedSeries.prohibitedTagChars`).
@@ -119,6 +122,22 @@ pub fn canonicalize<'a>(
     Ok(())
 }
 
+/// A received name in carbon's canonical form (`CacheFeedingProcessor.process`):
+/// names without `;` are returned as they are, tagged names are put in canonical
+/// form (borrowed when they already are).
+pub fn canonical_name(name: Cow<'_, str>) -> Result<Cow<'_, str>, TagError> {
+    if !name.contains(';') {
+        return Ok(name);
+    }
+    let mut tags = Vec::new();
+    let mut out = String::with_capacity(name.len());
+    canonicalize(&name, [], &mut tags, &mut out)?;
+    if out == *name {
+        return Ok(name);
+    }
+    Ok(Cow::Owned(out))
+}
+
 /// Sorts `tag=value` pairs as carbon orders them, keeping the last value of a tag
 /// given more than once.
 pub fn sort_unique<K: AsRef<str>, V: AsRef<str>>(tags: &mut Vec<(K, V)>) {
@@ -194,6 +213,22 @@ mod tests {
             Err(TagError::TagChar { .. })
         ));
         assert_eq!(canon("~~;k=v", &[]), Err(TagError::EmptyName("~~".into())));
+    }
+
+    #[test]
+    fn canonical_name_borrows_when_it_can() {
+        let same = canonical_name(Cow::Borrowed("m;a=1;b=2")).unwrap();
+        assert!(matches!(same, Cow::Borrowed("m;a=1;b=2")));
+        let plain = canonical_name(Cow::Borrowed("~a.b")).unwrap();
+        assert_eq!(plain, "~a.b");
+        assert_eq!(
+            canonical_name(Cow::Borrowed("m;b=2;a=1")).unwrap(),
+            "m;a=1;b=2"
+        );
+        assert_eq!(
+            canonical_name(Cow::Borrowed("m;k=")),
+            Err(TagError::EmptyValue("k".into()))
+        );
     }
 
     #[test]

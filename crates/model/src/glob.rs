@@ -37,9 +37,52 @@ pub fn has_wildcard(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
+/// The most alternatives one path node may expand to. Every `{a,b}` group multiplies
+/// them: 22 groups of two in one node (about 180 bytes of query) made 4 M variants and
+/// took seconds and hundreds of MB before this limit. A Grafana multi-value variable is
+/// one group, so thousands of hosts in one node stay well inside it.
+pub const MAX_BRACE_VARIANTS: u64 = 50_000;
+
+/// A pattern refused before any work is done for it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// Brace alternatives that would expand one node past [`MAX_BRACE_VARIANTS`].
+    #[error(
+        "path node {node:?} expands to {variants} alternatives with its {{...}} groups, \
+         more than the {MAX_BRACE_VARIANTS} allowed; use fewer alternatives or a wildcard"
+    )]
+    TooManyAlternatives { node: String, variants: u64 },
+}
+
+/// An upper bound of the alternatives [`expand_braces`] makes of `node` (before
+/// duplicates are removed): the product of each brace group's alternatives.
+pub fn brace_variants(node: &str) -> u64 {
+    let mut open: Vec<u64> = Vec::new();
+    let mut total: u64 = 1;
+    for b in node.bytes() {
+        match b {
+            b'{' => open.push(1),
+            b',' => {
+                if let Some(top) = open.last_mut() {
+                    *top = top.saturating_add(1);
+                }
+            }
+            b'}' => {
+                if let Some(n) = open.pop() {
+                    total = total.saturating_mul(n);
+                }
+            }
+            _ => {}
+        }
+    }
+    total
+}
+
 /// Expands `{a,b}` alternatives as graphite-web 1.1.10's `expand_braces` does: the
 /// leftmost brace group that contains no other brace is expanded first, recursively;
-/// duplicates are removed. Unbalanced braces stay literal.
+/// duplicates are removed. Unbalanced braces stay literal. At most
+/// [`MAX_BRACE_VARIANTS`] alternatives are made ([`PathPattern::check`] refuses a
+/// pattern that needs more before it gets here).
 pub fn expand_braces(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     expand_into(s, &mut out);
@@ -49,6 +92,9 @@ pub fn expand_braces(s: &str) -> Vec<String> {
 }
 
 fn expand_into(s: &str, out: &mut Vec<String>) {
+    if out.len() as u64 >= MAX_BRACE_VARIANTS {
+        return;
+    }
     // leftmost "{" whose group up to the next "}" holds no "{" or "}"
     let bytes = s.as_bytes();
     let mut found = None;
@@ -143,6 +189,21 @@ impl PathPattern {
             nodes: clean.split('.').map(NodePattern::parse).collect(),
             source: pattern.to_string(),
         }
+    }
+
+    /// Refuses a pattern that would cost too much to expand (see
+    /// [`MAX_BRACE_VARIANTS`]); callers taking patterns from requests check first.
+    pub fn check(pattern: &str) -> Result<(), PatternError> {
+        for node in pattern.split('.') {
+            let variants = brace_variants(node);
+            if variants > MAX_BRACE_VARIANTS {
+                return Err(PatternError::TooManyAlternatives {
+                    node: node.chars().take(80).collect(),
+                    variants,
+                });
+            }
+        }
+        Ok(())
     }
 
     pub fn nodes(&self) -> &[NodePattern] {
@@ -348,6 +409,21 @@ mod tests {
         assert_eq!(NodePattern::parse("{a,b}").literals(), Some(vec!["a", "b"]));
         assert_eq!(NodePattern::parse("cpu").literals(), Some(vec!["cpu"]));
         assert_eq!(NodePattern::parse("c*").literals(), None);
+    }
+
+    #[test]
+    fn brace_bombs_are_refused_and_bounded() {
+        assert_eq!(brace_variants("{a,b}{c,d,e}"), 6);
+        assert_eq!(brace_variants("{a,{b,c}}"), 4);
+        assert_eq!(brace_variants("plain"), 1);
+        assert_eq!(expand_braces("{a,{b,c}}"), ["a", "b", "c"]);
+        let bomb = "{a,b}".repeat(22);
+        assert_eq!(brace_variants(&bomb), 1 << 22);
+        let err = PathPattern::check(&format!("x.{bomb}.y")).unwrap_err();
+        assert!(err.to_string().contains("4194304 alternatives"), "{err}");
+        assert!(PathPattern::check("x.{a,b}{c,d}.*").is_ok());
+        // even unchecked, expansion stops at the bound instead of exhausting memory
+        assert!(expand_braces(&bomb).len() as u64 <= MAX_BRACE_VARIANTS);
     }
 
     #[test]

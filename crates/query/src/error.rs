@@ -58,7 +58,7 @@ impl QueryError {
             | QueryError::NotSeries { .. }
             | QueryError::TemplateNumber { .. } => true,
             QueryError::Function { input, .. } => *input,
-            QueryError::Source(SourceError::TooLarge(_)) => true,
+            QueryError::Source(SourceError::TooLarge(_) | SourceError::Invalid(_)) => true,
             QueryError::Unsupported(_) | QueryError::Source(_) => false,
         }
     }

@@ -43,6 +43,10 @@ pub enum SourceError {
     TooLarge(String),
     #[error("storage error: {0}")]
     Storage(String),
+    /// The request asked something the source cannot answer as given (a tag
+    /// expression that does not parse, a bad regex): the client's fault.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// What the query engine needs from storage.
@@ -65,6 +69,15 @@ pub trait SeriesSource: Send + Sync {
         until: i64,
         now: i64,
     ) -> Result<Vec<FetchedSeries>, SourceError>;
+
+    /// The tagged series (canonical names, sorted) matching every one of graphite's tag
+    /// expressions (`tag=value`, `tag!=value`, `tag=~regex`, `tag!=~regex`), as
+    /// graphite-web's `TagDB.find_series`. A source without a tag index has no tagged
+    /// series.
+    fn find_tagged(&self, exprs: &[String]) -> Result<Vec<String>, SourceError> {
+        let _ = exprs;
+        Ok(Vec::new())
+    }
 
     /// [`fetch`](Self::fetch) without collecting: each answer is handed to `each`
     /// with the index of its path in `paths`, in any order, and may be dropped when

@@ -18,6 +18,13 @@
 //! max_line_bytes = 16384
 //! # Concurrent TCP connections; more are refused and counted.
 //! max_connections = 10000
+//! # New series created per minute, over every ingest path (carbon's
+//! # MAX_CREATES_PER_MINUTE, but nothing is dropped): over it, a batch that names new
+//! # series waits, so its connection stops being read (TCP back-pressure) while other
+//! # connections and existing series keep flowing; HTTP ingest answers 429. 0 is
+//! # unlimited, the default: sumi creates a series in microseconds (no file per series),
+//! # so the limit is a guard against a runaway client, sized by the operator.
+//! max_new_series_per_minute = 0
 //! # Networks (CIDR, IPv4 or IPv6) that may send to the carbon ports (plaintext TCP and
 //! # UDP, pickle); others are refused and counted. Absent: every source.
 //! # allow = ["10.0.0.0/8", "127.0.0.1/32"]
@@ -52,6 +59,19 @@
 //! fsync = "1s"
 //! # Points further in the future than this are refused (seconds).
 //! max_future_secs = 3600
+//! # Writes are refused (clients held back) while the data disk has less free; they
+//! # resume by themselves when space returns. 0 turns the guard off.
+//! min_free_bytes = 268435456
+//! # Maintenance pace (defaults shown); crash tests shorten them.
+//! flush_interval = "10s"
+//! maintenance_interval = "1s"
+//! rollup_grace_secs = 600
+//! wal_segment_bytes = 67108864
+//! # At most this many series; points of further new series are refused, counted
+//! # (sumi_points_rejected_total{reason="series_limit"}) and logged, HTTP ingest
+//! # answers 507. 0 is unlimited (the default). An index entry costs ~100 bytes plus
+//! # the name, so memory is rarely the reason; a bounded cardinality is.
+//! max_series = 0
 //!
 //! [auth]
 //! # Bearer tokens (also accepted as the password of HTTP basic auth), per class of
@@ -121,6 +141,7 @@ pub(crate) struct CarbonSection {
     pub(crate) pickle_listen: Option<String>,
     pub(crate) max_line_bytes: Option<usize>,
     pub(crate) max_connections: Option<usize>,
+    pub(crate) max_new_series_per_minute: Option<u64>,
     pub(crate) allow: Option<Vec<String>>,
 }
 
@@ -142,6 +163,79 @@ pub(crate) struct StorageSection {
     pub(crate) aggregation: Option<PathBuf>,
     pub(crate) fsync: Option<String>,
     pub(crate) max_future_secs: Option<i64>,
+    pub(crate) min_free_bytes: Option<u64>,
+    pub(crate) flush_interval: Option<String>,
+    pub(crate) maintenance_interval: Option<String>,
+    pub(crate) rollup_grace_secs: Option<i64>,
+    pub(crate) wal_segment_bytes: Option<u64>,
+    pub(crate) max_series: Option<usize>,
+}
+
+/// Store knobs from `[storage]` beyond the common ones; `None` keeps the store's
+/// default. The intervals exist mostly so that crash tests can make seals,
+/// compactions, rollups and retention drops happen every fraction of a second.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StorageTuning {
+    pub(crate) min_free_bytes: Option<u64>,
+    pub(crate) flush_interval: Option<std::time::Duration>,
+    pub(crate) maintenance_interval: Option<std::time::Duration>,
+    pub(crate) rollup_grace_secs: Option<i64>,
+    pub(crate) wal_segment_bytes: Option<u64>,
+    pub(crate) max_series: Option<usize>,
+    /// From `[carbon]`, where operators look for carbon's `MAX_CREATES_PER_MINUTE`.
+    pub(crate) max_new_series_per_minute: Option<u64>,
+}
+
+impl StorageTuning {
+    fn from_section(s: &StorageSection) -> Result<StorageTuning> {
+        let dur = |key: &str, v: &Option<String>| -> Result<Option<std::time::Duration>> {
+            v.as_deref()
+                .map(|t| match t.parse::<sumi_store::FsyncPolicy>() {
+                    Ok(sumi_store::FsyncPolicy::Interval(d)) => Ok(d),
+                    _ => bail!(
+                        "storage.{key} = {t:?}: expected a duration such as \"500ms\" or \"10s\""
+                    ),
+                })
+                .transpose()
+        };
+        if s.rollup_grace_secs.is_some_and(|g| g < 0) {
+            bail!("storage.rollup_grace_secs must not be negative");
+        }
+        Ok(StorageTuning {
+            min_free_bytes: s.min_free_bytes,
+            flush_interval: dur("flush_interval", &s.flush_interval)?,
+            maintenance_interval: dur("maintenance_interval", &s.maintenance_interval)?,
+            rollup_grace_secs: s.rollup_grace_secs,
+            wal_segment_bytes: s.wal_segment_bytes,
+            max_series: s.max_series,
+            max_new_series_per_minute: None,
+        })
+    }
+
+    /// Sets the knobs that were given.
+    pub(crate) fn apply(&self, o: &mut sumi_store::StoreOptions) {
+        if let Some(v) = self.min_free_bytes {
+            o.min_free_bytes = v;
+        }
+        if let Some(v) = self.flush_interval {
+            o.flush_interval = v;
+        }
+        if let Some(v) = self.maintenance_interval {
+            o.maintenance_interval = v;
+        }
+        if let Some(v) = self.rollup_grace_secs {
+            o.rollup_grace_secs = v;
+        }
+        if let Some(v) = self.wal_segment_bytes {
+            o.wal_segment_bytes = v;
+        }
+        if let Some(v) = self.max_series {
+            o.max_series = v;
+        }
+        if let Some(v) = self.max_new_series_per_minute {
+            o.max_new_series_per_minute = v;
+        }
+    }
 }
 
 #[derive(Default, Deserialize)]
@@ -255,6 +349,7 @@ pub(crate) struct Config {
     pub(crate) aggregation_file: Option<PathBuf>,
     pub(crate) fsync: String,
     pub(crate) max_future_secs: i64,
+    pub(crate) storage_tuning: StorageTuning,
     pub(crate) log_level: String,
     pub(crate) log_format: LogFormat,
     pub(crate) ready_file: Option<PathBuf>,
@@ -286,6 +381,7 @@ impl Default for Config {
             aggregation_file: None,
             fsync: "1s".into(),
             max_future_secs: 3600,
+            storage_tuning: StorageTuning::default(),
             log_level: "info".into(),
             log_format: LogFormat::Text,
             ready_file: None,
@@ -351,6 +447,8 @@ impl Config {
         if let Some(n) = file.http.max_series_per_query {
             c.max_series_per_query = n;
         }
+        c.storage_tuning = StorageTuning::from_section(&file.storage)?;
+        c.storage_tuning.max_new_series_per_minute = file.carbon.max_new_series_per_minute;
         c.schemas_file = non_empty(file.storage.schemas);
         c.aggregation_file = non_empty(file.storage.aggregation);
         if let Some(f) = file.storage.fsync {

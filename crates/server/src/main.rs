@@ -3,23 +3,17 @@
 //! - `sumi serve`: the server (config → open the store → bind → serve → ordered shutdown),
 //!   see [`serve`].
 //! - `sumi bench`: a carbon plaintext load generator that measures a server.
+//! - `sumi check`: verify (and repair) a data directory offline, see [`check`].
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+mod check;
 mod config;
 mod notify;
 mod selfmon;
 mod serve;
 mod tls;
-
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
-#[global_allocator]
-static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[derive(Parser)]
 #[command(
@@ -37,17 +31,40 @@ enum Command {
     /// Run the server: carbon plaintext and pickle in, Graphite's HTTP API out.
     Serve(config::ServeFlags),
     /// Generate carbon plaintext load against a server and measure it.
-    Bench(sumi_bench::BenchArgs),
+    Bench(Box<sumi_bench::BenchArgs>),
+    /// Verify every checksum of a data directory (no server running); --repair fixes
+    /// what can be fixed. Exit status: 0 clean, 1 repaired, 4 damage left.
+    Check(check::CheckFlags),
+}
+
+/// glibc's allocator, chosen by measurement over jemalloc and mimalloc (500,000 series
+/// x 10 points, four alternating runs each: points per CPU-second within 4% of each
+/// other's medians, jemalloc +20% and mimalloc +47% peak RSS), tuned for renders: a
+/// series of a day at 10 s is 138 KB of values, just over glibc's first mmap threshold,
+/// and freed memory at the top of an arena went back to the kernel after every request,
+/// so each render of a thousand series faulted its pages in again (a third of its
+/// time). Large blocks stay in the arenas up to 4 MiB; the renders of big answers trim
+/// explicitly (`malloc_trim` in sumi-http), so an idle server still gives memory back.
+/// `sumSeries` over 1,000 series x 8,640 points: median 130 ms before, 95 ms after.
+fn tune_malloc() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets glibc's tunables; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+    }
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(flags) => {
+            tune_malloc();
             let config = config::Config::load(&flags)?;
             serve::init_logging(&config.log_level, config.log_format);
             serve::run_until_signal(config)
         }
-        Command::Bench(args) => sumi_bench::run(args),
+        Command::Bench(args) => sumi_bench::run(*args),
+        Command::Check(flags) => std::process::exit(check::run(&flags)),
     }
 }

@@ -14,6 +14,7 @@
 //! | `committedPoints` | points stored (in the WAL and the head) |
 //! | `pointsRejected`, `rejected.<reason>` | points refused, all and by reason |
 //! | `creates` | new series |
+//! | `newSeriesThrottled` | batches held back by `max_new_series_per_minute` |
 //! | `errors` | batches the store refused whole, failures of background work |
 //! | `activeConnections` (gauge), `connectionsRefused` | carbon TCP connections; refusals (limit, allowlist, UDP datagrams from outside the allowlist) |
 //! | `cpuUsage` | CPU time used over the interval, in percent of one core (carbon's) |
@@ -119,7 +120,7 @@ fn parse_prometheus(text: &str) -> BTreeMap<&str, f64> {
 }
 
 /// The store's counters: series name → sample in its exposition.
-const STORE_COUNTERS: [(&str, &str); 12] = [
+const STORE_COUNTERS: [(&str, &str); 14] = [
     ("committedPoints", "sumi_points_stored_total"),
     ("creates", "sumi_series_created_total"),
     ("wal.bytesWritten", "sumi_wal_bytes_total"),
@@ -138,6 +139,11 @@ const STORE_COUNTERS: [(&str, &str); 12] = [
         "rejected.too_new",
         "sumi_points_rejected_total{reason=\"too_new\"}",
     ),
+    (
+        "rejected.series_limit",
+        "sumi_points_rejected_total{reason=\"series_limit\"}",
+    ),
+    ("newSeriesThrottled", "sumi_new_series_throttled_total"),
 ];
 
 /// The store's gauges: series name → sample (or family, summed over its labels).

@@ -28,8 +28,12 @@ pub(crate) fn init_logging(level: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A log line that cannot be written (stderr on a full disk) is dropped: by default
+    // tracing-subscriber reports it with `eprintln!`, which panics when stderr fails,
+    // and that panic ended whichever connection was logging (its client saw a reset).
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .log_internal_errors(false)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder
@@ -154,6 +158,7 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         .parse::<FsyncPolicy>()
         .map_err(|e| anyhow::anyhow!("storage.fsync: {e}"))?;
     opts.max_future_secs = config.max_future_secs;
+    config.storage_tuning.apply(&mut opts);
     // Series of GrowthForecast graphs roll up by average with xFilesFactor 0.
     let gf_series = sumi_http::growthforecast::SeriesRegistry::new();
     opts.rules.aggregation = opts

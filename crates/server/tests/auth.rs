@@ -232,6 +232,28 @@ fn tokens_guard_reads_writes_and_admin_endpoints() {
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(get(&sumi, gf, Cred::Bearer(READ)).status, 404, "deleted");
 
+    // deleting and renaming series is admin too
+    let form: &[(&str, &str)] = &[("target", "**"), ("from", "svc"), ("to", "moved")];
+    for path in ["/api/v1/series/delete", "/api/v1/series/rename"] {
+        for (cred, status) in [
+            (Cred::None, 401),
+            (Cred::Bearer(READ), 403),
+            (Cred::Bearer(WRITE), 403),
+        ] {
+            let a = call(&sumi, "POST", path, cred, Some(form));
+            assert_refused_blind(&a, status, "series administration without the admin token");
+        }
+    }
+    let a = call(
+        &sumi,
+        "POST",
+        "/api/v1/series/delete",
+        Cred::Bearer(ADMIN),
+        Some(&[("target", "nothing.*"), ("dryRun", "1")]),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(a.body.contains("\"matched\":0"), "{}", a.body);
+
     // health, readiness and the Prometheus exposition need nothing
     assert_eq!(get(&sumi, "/health", Cred::None).status, 200);
     let a = get(&sumi, "/ready", Cred::None);

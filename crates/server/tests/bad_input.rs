@@ -97,3 +97,31 @@ fn idle_connections_and_half_lines_block_nobody() {
     drop(idle);
     drop(half);
 }
+
+#[test]
+fn a_brace_bomb_is_refused_at_once_and_the_server_keeps_serving() {
+    let dir = scratch();
+    let sumi = Sumi::start(&dir.path().join("data"), &[]);
+    sumi.send_tcp(format!("a.b.c 1 {}\n", now() - 60).as_bytes());
+    sumi.wait_stored(1);
+    // 22 groups of two alternatives in one node: 4 M variants if expanded
+    let bomb = "%7Ba,b%7D".repeat(22);
+    let started = std::time::Instant::now();
+    for path in [
+        format!("/metrics/find?query=a.{bomb}"),
+        format!("/metrics/expand?query=a.{bomb}"),
+        format!("/render?target=sumSeries(a.{bomb})&format=json"),
+    ] {
+        let (status, body) = sumi.get(&path);
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(body.contains("alternatives"), "{path}: {body}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused without expanding: {:?}",
+        started.elapsed()
+    );
+    let (status, body) = sumi.get("/metrics/find?query=a.{b,x}");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"b\""), "{body}");
+}

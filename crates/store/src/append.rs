@@ -3,8 +3,9 @@
 //! too new), one WAL record per batch, rows applied to the head under the append lock
 //! so that head order is WAL order, then the group commit.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use sumi_ingest::{AppendOutcome, Sink, SinkError};
 use sumi_model::Batch;
@@ -16,15 +17,65 @@ use crate::StoreError;
 
 impl Sink for Store {
     fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
-        self.inner.append(batch).map_err(|e| {
-            self.inner
-                .metrics
-                .append_errors
-                .fetch_add(1, Ordering::Relaxed);
-            SinkError::Unavailable(e.to_string())
+        self.write(batch)
+            .map_err(|e| SinkError::Unavailable(e.to_string()))
+    }
+}
+
+impl Store {
+    /// [`Sink::append`] with the store's own error, so that a caller can tell a
+    /// throttled batch ([`StoreError::NewSeriesRate`]: retry soon) from a store that
+    /// cannot write.
+    pub fn write(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
+        self.inner.append(batch).inspect_err(|e| {
+            let m = &self.inner.metrics;
+            match e {
+                StoreError::NewSeriesRate(_) => &m.new_series_throttled,
+                _ => &m.append_errors,
+            }
+            .fetch_add(1, Ordering::Relaxed);
         })
     }
 }
+
+/// `max_new_series_per_minute` as a token bucket: full at the start, refilled evenly
+/// (limit / 60 a second), so a burst of up to a minute's budget passes at once.
+pub(crate) struct CreateBudget {
+    per_minute: u64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl CreateBudget {
+    pub(crate) fn new(per_minute: u64) -> CreateBudget {
+        CreateBudget {
+            per_minute,
+            tokens: per_minute as f64,
+            at: Instant::now(),
+        }
+    }
+
+    /// Takes one creation from the budget; false when it is spent.
+    fn take(&mut self, now: Instant) -> bool {
+        if self.per_minute == 0 {
+            return true;
+        }
+        let cap = self.per_minute as f64;
+        let dt = now.saturating_duration_since(self.at).as_secs_f64();
+        self.at = self.at.max(now);
+        self.tokens = (self.tokens + dt * cap / 60.0).min(cap);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// When the series-limit warning was last logged (seconds on the monotonic clock
+/// since the first), so that a flood of refused names logs once per 10 s.
+static SERIES_LIMIT_LOGGED: AtomicU64 = AtomicU64::new(0);
 
 /// Where a point goes, or why not.
 enum Placed {
@@ -94,12 +145,25 @@ impl Inner {
         }
         let mut idx = self.index.write();
         let mut created = 0u64;
+        let mut refused = 0u64;
+        let mut throttled = false;
         let names: Vec<&str> = batch.iter().map(|(n, _)| n).collect();
+        let max = self.opts.max_series;
+        let t = Instant::now();
         for i in missing {
             let Some(&name) = names.get(i) else { continue };
             let id = match idx.lookup(name.as_bytes()) {
                 Some(id) => id,
+                // over max_series: the point is refused (its id stays u32::MAX)
+                None if max > 0 && idx.live_len() >= max => {
+                    refused += 1;
+                    continue;
+                }
                 None => {
+                    if !self.create_budget.lock().take(t) {
+                        throttled = true;
+                        break;
+                    }
                     created += 1;
                     create_series(&mut idx, &self.opts.rules, name)?
                 }
@@ -109,15 +173,29 @@ impl Inner {
             }
         }
         idx.write_log()?;
+        drop(idx);
         self.metrics
             .series_created
             .fetch_add(created, Ordering::Relaxed);
+        if refused > 0 {
+            log_series_limit(max, refused);
+        }
+        if throttled {
+            return Err(StoreError::NewSeriesRate(format!(
+                "the batch would create series faster than max_new_series_per_minute = {}; \
+                 it waits ({created} created now)",
+                self.opts.max_new_series_per_minute
+            )));
+        }
         Ok(())
     }
 
     /// Appends a batch (see the `Sink` contract). When the WAL write fails the store is
     /// poisoned and this returns `Err`; the batch's rows may then already be visible to
     /// readers until the store is reopened, but they are not durable and not counted.
+    /// A write that fails for lack of space is undone instead (the segment is cut back)
+    /// and the store goes on: this returns `Err(Backpressure)`, the client sends the
+    /// batch again, and rows already in the head are overwritten by the same values.
     pub(crate) fn append(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
@@ -129,6 +207,7 @@ impl Inner {
         if batch.is_empty() {
             return Ok(out);
         }
+        self.disk.check(&self.metrics)?;
         let held = (self.head_rows.load(Ordering::Relaxed)
             + self.frozen_rows.load(Ordering::Relaxed))
             * std::mem::size_of::<crate::head::Row>();
@@ -149,7 +228,12 @@ impl Inner {
             let idx = self.index.read();
             let mut cached: Option<(u16, Arc<ClassInfo>)> = None;
             for ((_, p), &id) in batch.iter().zip(&ids) {
-                let Some(meta) = idx.meta(id) else { continue };
+                let Some(meta) = idx.meta(id) else {
+                    if id == u32::MAX {
+                        out.series_limit += 1;
+                    }
+                    continue;
+                };
                 let class = match &cached {
                     Some((c, info)) if *c == meta.class => info.clone(),
                     _ => {
@@ -181,6 +265,9 @@ impl Inner {
         self.metrics
             .rejected_too_new
             .fetch_add(out.too_new, Ordering::Relaxed);
+        self.metrics
+            .rejected_series_limit
+            .fetch_add(out.series_limit, Ordering::Relaxed);
         if points.is_empty() {
             return Ok(out);
         }
@@ -242,6 +329,25 @@ impl Inner {
     }
 }
 
+/// Logs refused new series at most once per 10 s.
+fn log_series_limit(max: usize, refused: u64) {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let now = START.get_or_init(Instant::now).elapsed().as_secs() + 10;
+    let last = SERIES_LIMIT_LOGGED.load(Ordering::Relaxed);
+    if now >= last + 10
+        && SERIES_LIMIT_LOGGED
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        tracing::warn!(
+            max_series = max,
+            refused,
+            "new series refused: the store holds max_series series \
+             (counted in sumi_points_rejected_total{{reason=\"series_limit\"}})"
+        );
+    }
+}
+
 fn create_series(
     idx: &mut SeriesIndex,
     rules: &sumi_model::SeriesRules,
@@ -268,6 +374,25 @@ mod tests {
             Placed::At { level, slot } => Some((level, slot)),
             _ => None,
         }
+    }
+
+    #[test]
+    fn create_budget_refills_evenly() {
+        let t0 = Instant::now();
+        let mut b = CreateBudget::new(60);
+        b.at = t0;
+        for _ in 0..60 {
+            assert!(b.take(t0));
+        }
+        assert!(!b.take(t0), "a minute's budget is spent");
+        assert!(!b.take(t0 + std::time::Duration::from_millis(500)));
+        assert!(b.take(t0 + std::time::Duration::from_millis(1100)));
+        assert!(!b.take(t0 + std::time::Duration::from_millis(1100)));
+        // never more than a minute's worth, however long it rested
+        let later = t0 + std::time::Duration::from_secs(3600);
+        assert_eq!((0..100).filter(|_| b.take(later)).count(), 60);
+        let mut unlimited = CreateBudget::new(0);
+        assert!((0..10_000).all(|_| unlimited.take(t0)));
     }
 
     #[test]

@@ -5,13 +5,19 @@
 //! stays logarithmic); a closed partition (end plus grace in the past) is merged into
 //! one part for reads. Inputs are read sequentially with `pread`, blocks present in only
 //! one input are copied without decoding.
+//!
+//! Rows of deleted series are dropped by every merge; once nothing else needs merging,
+//! a part that still holds a deleted series is rewritten alone without it, so the
+//! space of a delete comes back (`purge`).
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::flush::finish_parts;
 use crate::part::writer::PartWriter;
 use crate::part::{min_series, Cursor, Header, Kind};
+use crate::series::admin::DeletedSet;
 use crate::store::Inner;
 use crate::version::PartRef;
 use crate::StoreError;
@@ -88,12 +94,53 @@ fn balanced_run(list: &[PartRef]) -> Option<Vec<PartRef>> {
     best.map(|(_, _, i, m)| list[i..i + m].to_vec())
 }
 
-/// Merges one run if any partition needs it; returns whether it did.
+/// A part that still holds rows of a deleted series, to be rewritten alone. Parts
+/// found clean are remembered with the number of deletes they were checked against
+/// (deletes only grow), so each part's index is scanned once per delete.
+fn pick_purge(inner: &Inner, deleted: &DeletedSet) -> Option<Job> {
+    if deleted.is_empty() {
+        return None;
+    }
+    let gen = deleted.len();
+    let version = inner.version.read().clone();
+    let mut checked = inner.purge_checked.lock();
+    let live: HashSet<u64> = version.parts().map(|r| r.part.header.file_id).collect();
+    checked.retain(|id, _| live.contains(id));
+    for r in version.parts() {
+        let id = r.part.header.file_id;
+        if checked.get(&id) == Some(&gen) {
+            continue;
+        }
+        let mut c = Cursor::new(&r.part);
+        let mut dirty = false;
+        while let Some(s) = c.series() {
+            if deleted.contains(s) {
+                dirty = true;
+                break;
+            }
+            c.advance();
+        }
+        if dirty {
+            return Some(Job {
+                run: vec![r.clone()],
+            });
+        }
+        if c.error().is_none() {
+            checked.insert(id, gen);
+        }
+    }
+    None
+}
+
+/// Merges one run if any partition needs it, else rewrites one part holding deleted
+/// series; returns whether it did.
 pub(crate) fn run_once(inner: &Inner) -> Result<bool, StoreError> {
     let _m = inner.maint_lock.lock();
-    let Some(job) = pick(inner) else {
+    let deleted = inner.index.read().deleted_ids();
+    let Some(job) = pick(inner).or_else(|| pick_purge(inner, &deleted)) else {
         return Ok(false);
     };
+    let _op = crate::failpoint::Op::start("compaction");
     let t = Instant::now();
     let first = job.run.first().map(|r| r.part.header);
     let Some(h0) = first else { return Ok(false) };
@@ -108,6 +155,12 @@ pub(crate) fn run_once(inner: &Inner) -> Result<bool, StoreError> {
     let (mut slots, mut values) = (Vec::new(), Vec::new());
     let mut merged: Vec<(i64, f64)> = Vec::new();
     while let Some(s) = min_series(&cursors) {
+        if deleted.contains(s) {
+            for c in cursors.iter_mut().filter(|c| c.series() == Some(s)) {
+                c.advance();
+            }
+            continue;
+        }
         let holders: Vec<usize> = cursors
             .iter()
             .enumerate()
@@ -163,7 +216,9 @@ pub(crate) fn run_once(inner: &Inner) -> Result<bool, StoreError> {
     }
     drop(cursors);
     let out = finish_parts(inner, vec![w])?;
+    crate::failpoint::hit("compact:after_write");
     let bytes_out: u64 = out.iter().map(|p| p.bytes).sum();
+    let n_out = out.len() as u64;
     let order = job.run.iter().map(|r| r.order).max().unwrap_or(0);
     let ids: Vec<u64> = job.run.iter().map(|r| r.part.header.file_id).collect();
 
@@ -184,15 +239,26 @@ pub(crate) fn run_once(inner: &Inner) -> Result<bool, StoreError> {
         return Ok(true);
     }
     let removed = v.remove(&ids);
+    let out_ids: Vec<u64> = out.iter().map(|p| p.header.file_id).collect();
     for part in out {
         v.add(PartRef { part, order });
     }
-    inner.write_manifest(&ed, &v)?;
+    if let Err(e) = inner.write_manifest(&ed, &v) {
+        // not installed: remove the merged part, the inputs stay live
+        for id in &out_ids {
+            let _ = std::fs::remove_file(crate::part::writer::part_path(inner.parts_dir(), *id));
+        }
+        return Err(e);
+    }
+    crate::failpoint::hit("compact:after_manifest");
     inner.publish(v);
     drop(ed);
     inner.delete_parts(&removed);
     inner.metrics.compactions.fetch_add(1, Ordering::Relaxed);
-    inner.metrics.parts_written.fetch_add(1, Ordering::Relaxed);
+    inner
+        .metrics
+        .parts_written
+        .fetch_add(n_out, Ordering::Relaxed);
     inner
         .metrics
         .compaction_bytes_in

@@ -32,6 +32,16 @@ pub enum StoreError {
     /// refused until a flush succeeds (the caller keeps its batch and backs off).
     #[error("store is full: {0}")]
     Backpressure(String),
+    /// An administrative request (delete, rename) that cannot be done as asked.
+    #[error("{0}")]
+    Admin(String),
+    /// An administrative request names no series.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// More new series than `max_new_series_per_minute` allows: the batch waits (it
+    /// is refused whole; the series created so far stay, so a retry makes progress).
+    #[error("new series limit: {0}")]
+    NewSeriesRate(String),
     /// An earlier write or fsync failed; the store refuses writes until it is reopened.
     #[error("store refuses writes after an earlier failure: {0}")]
     Poisoned(String),

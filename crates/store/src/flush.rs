@@ -30,6 +30,7 @@ impl Inner {
             return Ok(false);
         }
         let seg = self.wal.rotate()?;
+        crate::failpoint::hit("seal:after_rotate");
         let n = self.shards.len() as u32;
         let mut guards: Vec<_> = self.shards.iter().map(|s| s.write()).collect();
         let bufs: Vec<HeadBuf> = guards
@@ -79,9 +80,12 @@ impl Inner {
     }
 
     fn flush_gen(&self, gen: &Arc<FrozenGen>) -> Result<(), StoreError> {
+        let _op = crate::failpoint::Op::start("seal");
         let t = Instant::now();
         let parts = self.write_gen(gen)?;
+        crate::failpoint::hit("seal:after_parts");
         let n_parts = parts.len() as u64;
+        let parts_ids: Vec<u64> = parts.iter().map(|p| p.header.file_id).collect();
         let mut ed = self.edit.lock();
         let mut v = (**self.version.read()).clone();
         for part in parts {
@@ -91,8 +95,22 @@ impl Inner {
             });
             ed.next_order += 1;
         }
+        let prev_checkpoint = ed.checkpoint;
         ed.checkpoint = ed.checkpoint.max(gen.replay_from);
-        self.write_manifest(&ed, &v)?;
+        if let Err(e) = self.write_manifest(&ed, &v) {
+            // the generation stays frozen and its WAL stays live until a retry succeeds
+            ed.checkpoint = prev_checkpoint;
+            // the parts are not installed: remove them (a retry writes new ones), so a
+            // full disk does not fill further with orphans
+            for r in v
+                .parts()
+                .filter(|r| parts_ids.contains(&r.part.header.file_id))
+            {
+                let _ = std::fs::remove_file(r.part.path());
+            }
+            return Err(e);
+        }
+        crate::failpoint::hit("seal:after_manifest");
         self.publish(v);
         // count before the rows leave the head, so that no reader sees them gone uncounted
         self.metrics.flushes.fetch_add(1, Ordering::Relaxed);
@@ -240,18 +258,28 @@ pub(crate) fn finish_parts(
     writers: Vec<PartWriter>,
 ) -> Result<Vec<Arc<Part>>, StoreError> {
     let mut paths = Vec::new();
-    for w in writers {
-        if w.is_empty() {
-            continue;
+    let r = (|| {
+        for w in writers {
+            if w.is_empty() {
+                continue;
+            }
+            paths.push(w.finish()?);
         }
-        paths.push(w.finish()?);
+        if !paths.is_empty() {
+            fsutil::sync_dir(inner.parts_dir())?;
+        }
+        let mut parts = Vec::with_capacity(paths.len());
+        for p in &paths {
+            parts.push(Arc::new(Part::open(p)?));
+        }
+        Ok(parts)
+    })();
+    if r.is_err() {
+        // a failed batch (ENOSPC, most likely) leaves no finished orphans behind: the
+        // caller retries with new files, and a full disk must not fill further
+        for p in &paths {
+            let _ = std::fs::remove_file(p);
+        }
     }
-    if !paths.is_empty() {
-        fsutil::sync_dir(inner.parts_dir())?;
-    }
-    let mut parts = Vec::with_capacity(paths.len());
-    for p in paths {
-        parts.push(Arc::new(Part::open(&p)?));
-    }
-    Ok(parts)
+    r
 }

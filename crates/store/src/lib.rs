@@ -44,12 +44,15 @@
 //! - `update_many` within one call keeps the point with the latest timestamp per slot;
 //!   sumi keeps the last one received (the `Sink` contract).
 
+mod admin;
 mod append;
 mod background;
 mod block;
 pub mod codec;
 mod compact;
+mod diskspace;
 mod error;
+pub mod failpoint;
 mod flush;
 mod fsutil;
 mod head;
@@ -57,11 +60,14 @@ mod manifest;
 mod metrics;
 mod options;
 mod part;
+mod quarantine;
 mod read;
 mod retention;
 mod rollup;
 mod series;
 mod store;
+mod tagged;
+pub mod verify;
 mod version;
 mod wal;
 
@@ -72,5 +78,8 @@ pub use error::StoreError;
 pub use options::{FsyncPolicy, InvalidFsyncPolicy, StoreOptions};
 pub use read::bulk::{FetchPlan, FetchedRef};
 pub use read::Fetched;
-pub use series::{FindEntry, MAX_LEVELS};
+pub use series::{FindEntry, Renamed, MAX_LEVELS};
 pub use store::Store;
+pub use tagged::{
+    TagExpr, TagInfo, TagOp, TagQueryError, TagSeriesError, TagValueInfo, AUTOCOMPLETE_LIMIT,
+};

@@ -179,6 +179,66 @@ impl Manifest {
         }
     }
 
+    /// A manifest rebuilt from the part files of `parts_dir`, for when the manifest is
+    /// lost or corrupt. Each part's header names its kind, class, level and partition;
+    /// precedence (`order`) is taken from the file ids, which grow with time. That is
+    /// exact for flushed parts; a compaction's output gets a newer id than parts
+    /// flushed while it ran, so where both hold a slot the older value may win. The
+    /// checkpoint is 0 (every WAL segment still present is replayed: segments are
+    /// deleted oldest first, so replaying them all is correct) and the roll state is
+    /// empty (rollups are recomputed). Parts that fail their checks are quarantined.
+    pub(crate) fn rebuild(
+        data_dir: &Path,
+        parts_dir: &Path,
+        metrics: &crate::metrics::Metrics,
+    ) -> Result<Manifest, StoreError> {
+        let mut ids = Vec::new();
+        let rd = std::fs::read_dir(parts_dir).map_err(|e| StoreError::io("list", parts_dir, e))?;
+        for entry in rd {
+            let entry = entry.map_err(|e| StoreError::io("list", parts_dir, e))?;
+            let name = entry.file_name();
+            if let Some(id) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".part"))
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            {
+                ids.push(id);
+            }
+        }
+        ids.sort_unstable();
+        let mut m = Manifest::default();
+        for id in ids {
+            let path = crate::part::writer::part_path(parts_dir, id);
+            match crate::part::Part::open(&path) {
+                Ok(part) => {
+                    let h = part.header;
+                    m.parts.push(ManifestPart {
+                        file_id: h.file_id,
+                        order: m.next_order,
+                        kind: h.kind,
+                        class: h.class,
+                        level: h.level,
+                        partition: h.partition,
+                    });
+                    m.next_order += 1;
+                    m.next_file_id = m.next_file_id.max(id + 1);
+                }
+                Err(e) => {
+                    metrics
+                        .parts_corrupt
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::error!(error = %e, "rebuilding the manifest: leaving out a part that failed its checks");
+                    crate::quarantine::move_aside(data_dir, &path, false)?;
+                }
+            }
+        }
+        tracing::warn!(
+            parts = m.parts.len(),
+            "manifest rebuilt from the part files; the WAL is replayed from its oldest segment"
+        );
+        Ok(m)
+    }
+
     pub(crate) fn store(&self, dir: &Path) -> Result<(), StoreError> {
         fsutil::write_atomic(&dir.join(FILE), &self.encode())
     }

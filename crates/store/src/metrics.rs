@@ -9,6 +9,10 @@ pub(crate) struct Metrics {
     pub(crate) points_stored: AtomicU64,
     pub(crate) rejected_too_old: AtomicU64,
     pub(crate) rejected_too_new: AtomicU64,
+    /// Points of new series refused because the index holds `max_series`.
+    pub(crate) rejected_series_limit: AtomicU64,
+    /// Batches held back by `max_new_series_per_minute`.
+    pub(crate) new_series_throttled: AtomicU64,
     pub(crate) appends: AtomicU64,
     pub(crate) append_errors: AtomicU64,
     pub(crate) series_created: AtomicU64,
@@ -36,6 +40,16 @@ pub(crate) struct Metrics {
     pub(crate) retention_parts_dropped: AtomicU64,
     pub(crate) parts_corrupt: AtomicU64,
     pub(crate) blocks_corrupt: AtomicU64,
+    /// Manifests found corrupt at open (quarantined, rebuilt from the parts).
+    pub(crate) manifest_corrupt: AtomicU64,
+    /// Series logs whose tail was cut at open.
+    pub(crate) series_log_cuts: AtomicU64,
+    /// Times the data disk went below `min_free_bytes` (writes refused until it recovers).
+    pub(crate) disk_full_episodes: AtomicU64,
+    /// Batches refused because the disk was full.
+    pub(crate) disk_full_refusals: AtomicU64,
+    /// 1 while writes are refused for lack of disk space.
+    pub(crate) disk_full: AtomicU64,
     pub(crate) background_errors: AtomicU64,
 }
 
@@ -80,9 +94,17 @@ impl Metrics {
         let _ = writeln!(
             out,
             "# HELP sumi_points_rejected_total Points the store refused, by reason.\n# TYPE sumi_points_rejected_total counter\n\
-             sumi_points_rejected_total{{reason=\"too_old\"}} {}\nsumi_points_rejected_total{{reason=\"too_new\"}} {}",
+             sumi_points_rejected_total{{reason=\"too_old\"}} {}\nsumi_points_rejected_total{{reason=\"too_new\"}} {}\n\
+             sumi_points_rejected_total{{reason=\"series_limit\"}} {}",
             r(&self.rejected_too_old),
-            r(&self.rejected_too_new)
+            r(&self.rejected_too_new),
+            r(&self.rejected_series_limit)
+        );
+        counter(
+            out,
+            "sumi_new_series_throttled_total",
+            "Batches held back because they would create series faster than max_new_series_per_minute.",
+            r(&self.new_series_throttled),
         );
         counter(
             out,
@@ -308,6 +330,36 @@ impl Metrics {
             "sumi_blocks_corrupt_total",
             "Series blocks skipped at read time because their CRC or codec failed.",
             r(&self.blocks_corrupt),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP sumi_corruptions_total Damage detected by checksum or consistency checks, by kind.\n# TYPE sumi_corruptions_total counter\n\
+             sumi_corruptions_total{{kind=\"wal\"}} {}\nsumi_corruptions_total{{kind=\"series_log\"}} {}\n\
+             sumi_corruptions_total{{kind=\"manifest\"}} {}\nsumi_corruptions_total{{kind=\"part\"}} {}\n\
+             sumi_corruptions_total{{kind=\"block\"}} {}",
+            r(&self.wal_corrupt_tail),
+            r(&self.series_log_cuts),
+            r(&self.manifest_corrupt),
+            r(&self.parts_corrupt),
+            r(&self.blocks_corrupt)
+        );
+        gauge(
+            out,
+            "sumi_disk_full",
+            "1 while writes are refused because the data disk has less than min_free_bytes free.",
+            r(&self.disk_full),
+        );
+        counter(
+            out,
+            "sumi_disk_full_episodes_total",
+            "Times the data disk went below min_free_bytes.",
+            r(&self.disk_full_episodes),
+        );
+        counter(
+            out,
+            "sumi_disk_full_refusals_total",
+            "Batches refused (held by the client, back-pressure) because the disk was full.",
+            r(&self.disk_full_refusals),
         );
         counter(
             out,

@@ -60,7 +60,9 @@ pub(crate) fn run(inner: &Inner) -> Result<(), StoreError> {
     let ed = inner.edit.lock();
     let mut v = (**inner.version.read()).clone();
     let removed = v.remove(&drop_ids);
+    crate::failpoint::hit("retention:before_manifest");
     inner.write_manifest(&ed, &v)?;
+    crate::failpoint::hit("retention:after_manifest");
     inner.publish(v);
     drop(ed);
     inner.delete_parts(&removed);

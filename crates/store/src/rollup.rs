@@ -1,5 +1,6 @@
 //! Rollups: when a level-k partition is closed (its end plus the grace period is in the
-//! past) its level-(k+1) values are computed once — whisper's propagation, in batch —
+//! past; with `lazy_rollups`, the default, only once it is within a partition width of
+//! level k's retention) its level-(k+1) values are computed once — whisper's propagation, in batch —
 //! and written as rollup parts of level k+1. Late points into a rolled partition mark
 //! it dirty; it is rolled again. Readers use the materialised rollup only for clean
 //! rolled partitions and compute the rest on the fly, so results never depend on
@@ -50,7 +51,14 @@ fn plan(inner: &Inner, class: &ClassInfo, k: usize) -> Option<Plan> {
     let w = class.width(k);
     let mut ap = inner.append.lock();
     let lr = ap.roll.get(class.id, k).cloned().unwrap_or_default();
-    let mut target = floor_to(now.saturating_sub(inner.opts.rollup_grace_secs), w);
+    let mut closed = now.saturating_sub(inner.opts.rollup_grace_secs);
+    if inner.opts.lazy_rollups {
+        // one partition ahead of retention's cutoff (`now - retention - step`), so the
+        // rollup is in place before the partition may be dropped
+        let retention = class.levels.get(k).map_or(0, |l| l.retention);
+        closed = closed.min(now.saturating_sub(retention).saturating_add(w));
+    }
+    let mut target = floor_to(closed, w);
     let lower_ok = |start: i64, end: i64| -> bool {
         if k == 0 {
             return true;

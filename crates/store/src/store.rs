@@ -70,6 +70,12 @@ pub(crate) struct Inner {
     pub(crate) maint_lock: Mutex<()>,
     pub(crate) stop: Mutex<bool>,
     pub(crate) wake: Condvar,
+    /// Parts compaction found free of deleted series: file id → deletes checked.
+    pub(crate) purge_checked: Mutex<std::collections::HashMap<u64, usize>>,
+    /// `max_new_series_per_minute`'s token bucket (taken under the index write lock).
+    pub(crate) create_budget: Mutex<crate::append::CreateBudget>,
+    /// Refuses writes while the data disk is below `min_free_bytes`.
+    pub(crate) disk: crate::diskspace::DiskGuard,
     _lock_file: fs::File,
 }
 
@@ -80,7 +86,7 @@ pub struct Store {
     close_result: Mutex<Option<Result<(), String>>>,
 }
 
-fn lock_dir(dir: &Path) -> Result<fs::File, StoreError> {
+pub(crate) fn lock_dir(dir: &Path) -> Result<fs::File, StoreError> {
     let path = dir.join("LOCK");
     let f = fs::OpenOptions::new()
         .create(true)
@@ -107,6 +113,7 @@ impl Store {
     /// replays the WAL from the checkpoint and starts the background threads.
     pub fn open(opts: StoreOptions, clock: Arc<dyn Clock>) -> Result<Arc<Store>, StoreError> {
         opts.validate()?;
+        crate::failpoint::init();
         let dir = opts.data_dir.clone();
         fsutil::ensure_dir(&dir)?;
         let lock = lock_dir(&dir)?;
@@ -120,8 +127,23 @@ impl Store {
         metrics
             .series_log_cut_bytes
             .store(report.cut_bytes, Ordering::Relaxed);
-        let manifest = Manifest::load(&dir)?.unwrap_or_default();
-        let (version, max_file_id) = open_parts(&parts_dir, &manifest, &metrics)?;
+        metrics
+            .series_log_cuts
+            .store(u64::from(report.cut_bytes > 0), Ordering::Relaxed);
+        let manifest = match Manifest::load(&dir) {
+            Ok(m) => m.unwrap_or_default(),
+            Err(e @ StoreError::Corrupt { .. }) => {
+                // the parts carry their own headers: rebuild rather than refuse to start
+                metrics.manifest_corrupt.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(error = %e, "the manifest is corrupt: quarantining it and rebuilding it from the part files");
+                crate::quarantine::move_aside(&dir, &dir.join(crate::manifest::FILE), false)?;
+                let m = Manifest::rebuild(&dir, &parts_dir, &metrics)?;
+                m.store(&dir)?;
+                m
+            }
+            Err(e) => return Err(e),
+        };
+        let (version, max_file_id) = open_parts(&dir, &parts_dir, &manifest, &metrics)?;
 
         let shards = opts.shards;
         let series_hint = index.len();
@@ -131,7 +153,9 @@ impl Store {
         let mut roll = manifest.rolls.clone();
         let mut replayed = 0u64;
         let mut skipped = 0u64;
-        let rep = wal::replay::replay(&wal_dir, manifest.checkpoint, opts.wal_repair, |p| {
+        // a segment cut at a corrupt record is first copied to the quarantine
+        let (qd, from, repair) = (Some(dir.as_path()), manifest.checkpoint, opts.wal_repair);
+        let rep = wal::replay::replay_with(&wal_dir, from, repair, qd, |p| {
             let Some(meta) = index.meta(p.series) else {
                 skipped += 1;
                 return;
@@ -212,6 +236,11 @@ impl Store {
             maint_lock: Mutex::new(()),
             stop: Mutex::new(false),
             wake: Condvar::new(),
+            purge_checked: Mutex::new(std::collections::HashMap::new()),
+            create_budget: Mutex::new(crate::append::CreateBudget::new(
+                opts.max_new_series_per_minute,
+            )),
+            disk: crate::diskspace::DiskGuard::new(&opts.data_dir, opts.min_free_bytes),
             opts,
             _lock_file: lock,
         });
@@ -292,7 +321,7 @@ impl Store {
 
     /// Series in the index.
     pub fn series_count(&self) -> usize {
-        self.inner.index.read().len()
+        self.inner.index.read().live_len()
     }
 
     /// Prometheus text lines for the store's counters and gauges.
@@ -351,10 +380,15 @@ impl Drop for Store {
     }
 }
 
-/// Opens the parts the manifest lists; parts that fail their checks are renamed
-/// `*.corrupt` and left out; files the manifest does not list are leftovers of an
-/// interrupted flush or compaction and are deleted.
-fn open_parts(dir: &Path, m: &Manifest, metrics: &Metrics) -> Result<(Version, u64), StoreError> {
+/// Opens the parts the manifest lists; parts that fail their checks are moved to the
+/// quarantine directory and left out; files the manifest does not list are leftovers
+/// of an interrupted flush or compaction and are deleted.
+fn open_parts(
+    data_dir: &Path,
+    dir: &Path,
+    m: &Manifest,
+    metrics: &Metrics,
+) -> Result<(Version, u64), StoreError> {
     let mut version = Version::default();
     let mut max_id = 0u64;
     let listed: std::collections::HashSet<u64> = m.parts.iter().map(|p| p.file_id).collect();
@@ -408,8 +442,10 @@ fn open_parts(dir: &Path, m: &Manifest, metrics: &Metrics) -> Result<(Version, u
             }),
             Err(e) => {
                 metrics.parts_corrupt.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(error = %e, "skipping a part that failed its checks");
-                let _ = fs::rename(&path, path.with_extension("part.corrupt"));
+                tracing::error!(error = %e, "skipping a part that failed its checks: the series it held lose that partition's points");
+                if path.exists() {
+                    crate::quarantine::move_aside(data_dir, &path, false)?;
+                }
             }
         }
     }
@@ -511,7 +547,7 @@ impl Inner {
                 .map(|c| c.levels.len())
                 .max()
                 .unwrap_or(0);
-            g.series = idx.len() as u64;
+            g.series = idx.live_len() as u64;
             g.tree_nodes = idx.tree_nodes() as u64;
             g.index_bytes = idx.heap_bytes() as u64;
             g.series_log_bytes = idx.log_bytes();

@@ -346,9 +346,12 @@ fn corrupt_part_is_skipped_with_an_error() {
     std::fs::write(first, &data).unwrap();
     let store = open(&opts, &clock);
     assert_eq!(metric(&store, "sumi_parts_corrupt_total"), 1.0);
+    let name = first.file_name().unwrap().to_string_lossy().to_string();
     assert!(
-        first.with_extension("part.corrupt").exists(),
-        "set aside for a human"
+        std::fs::read_dir(dir.path().join("quarantine"))
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(&name)),
+        "set aside for a human, in quarantine/"
     );
     assert_eq!(
         vals(&store, "p", NOW - 3600, NOW, NOW)

@@ -79,7 +79,10 @@ fn every_method_and_xff_edge() {
         for (case, (xff, minute)) in cases().into_iter().enumerate() {
             let dir = TempDir::new("methods");
             let clock = ManualClock::new(NOW);
-            let opts = options(dir.path(), rules("10s:10m,1m:1h", &agg_conf(method, xff)));
+            let mut opts = options(dir.path(), rules("10s:10m,1m:1h", &agg_conf(method, xff)));
+            // every other case rolls eagerly, so "rolled" below reads a materialised
+            // rollup; lazily it is still computed on the fly until level 0 expires
+            opts.lazy_rollups = case % 2 == 1;
             let store = open(&opts, &clock);
             let base = NOW - 1200; // level 0 holds 10 min: write while fresh
             clock.set(base + 100);
@@ -99,6 +102,8 @@ fn every_method_and_xff_edge() {
                 "on the fly: {ctx}"
             );
             store.run_maintenance().unwrap();
+            let rolled = metric(&store, "sumi_rollups_total");
+            assert_eq!(rolled > 0.0, !opts.lazy_rollups, "{ctx}: {rolled} rollups");
             assert_eq!(
                 bits(coarse(&store, "m", base, now)),
                 bits(want),

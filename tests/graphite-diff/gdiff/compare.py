@@ -324,7 +324,7 @@ def compare(query, exp, got, stats):
     elif kind == "find-json":
         e, g = parse_both(find_json_nodes, exp, got)
         same_json(e, g)
-    elif kind in ("treejson", "nodelist", "expand", "index"):
+    elif kind in ("treejson", "nodelist", "expand", "index", "tags-json"):
         e, g = parse_both(lambda b: strict_json(b, jsonp), exp, got)
         same_json(e, g)
     else:

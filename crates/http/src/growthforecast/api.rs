@@ -608,10 +608,20 @@ pub async fn delete_graph_by_name(
             .graph(&s, &sec, &g)?
             .ok_or_else(|| GfError::NotFound(format!("graph {s}/{sec}/{g}")))?;
         st.gf.db.delete_graph(g.id)?;
+        delete_graph_data(st, &g)?;
         Ok(g)
     })
     .await?;
     Ok(deleted(&headers, &graph.service_name, &graph.section_name))
+}
+
+/// Deletes the store series of a graph the database just dropped, as GrowthForecast
+/// deletes the graph's RRD file: a graph created again under the name starts empty.
+fn delete_graph_data(st: &AppState, g: &Graph) -> Result<(), GfError> {
+    st.store
+        .delete_series_named(&[g.series.as_str()])
+        .map_err(|e| GfError::Internal(format!("deleting the data of {}: {e}", g.series)))?;
+    Ok(())
 }
 
 /// `POST /json/delete/graph/:id`.
@@ -622,10 +632,13 @@ pub async fn delete_graph_by_id(
 ) -> Result<Response, GfError> {
     let id = parse_id(&id)?;
     let graph = blocking(state, move |st| {
-        st.gf
+        let g = st
+            .gf
             .db
             .delete_graph(id)?
-            .ok_or_else(|| GfError::NotFound(format!("graph {id}")))
+            .ok_or_else(|| GfError::NotFound(format!("graph {id}")))?;
+        delete_graph_data(st, &g)?;
+        Ok(g)
     })
     .await?;
     Ok(deleted(&headers, &graph.service_name, &graph.section_name))
@@ -648,7 +661,9 @@ fn wants_graphs_deleted(headers: &HeaderMap, query: Option<&str>, body: &[u8]) -
 fn delete_complex_in(st: &AppState, c: Complex, with_graphs: bool) -> Result<Complex, GfError> {
     if with_graphs {
         for item in &c.items {
-            st.gf.db.delete_graph(item.graph_id)?;
+            if let Some(g) = st.gf.db.delete_graph(item.graph_id)? {
+                delete_graph_data(st, &g)?;
+            }
         }
     }
     st.gf.db.delete_complex(c.id)?;
@@ -710,6 +725,7 @@ pub async fn delete_section(
             match entry {
                 super::db::Entry::Graph(g) => {
                     st.gf.db.delete_graph(g.id)?;
+                    delete_graph_data(st, &g)?;
                 }
                 super::db::Entry::Complex(c) => {
                     st.gf.db.delete_complex(c.id)?;

@@ -11,7 +11,8 @@
 //! | NaN values dropped silently; `int(t) == -1` means now | the same, NaN counted (`nan_value`) |
 //! | `int()` of an infinite or NaN timestamp raises out of the handler | refused (`invalid_timestamp`), as is one beyond 64-bit seconds |
 //!
-//! Names then go through [`sumi_model::name::normalize`] as plaintext names do.
+//! Names then go through [`sumi_model::name::normalize`] and, when tagged, carbon's
+//! canonical form, as plaintext names do.
 
 use sumi_model::name::{normalize, NameError};
 
@@ -57,6 +58,9 @@ pub enum ElementError {
     /// The name was refused by [`sumi_model::name::normalize`].
     #[error("metric name: {0}")]
     Name(#[from] NameError),
+    /// A tagged name carbon cannot parse.
+    #[error("tagged metric name: {0}")]
+    Tags(#[from] crate::tagged::TagError),
 }
 
 fn describe(kind: &str, len: Option<usize>) -> String {
@@ -79,6 +83,7 @@ impl ElementError {
             ElementError::InvalidValue(_) => Reason::InvalidValue,
             ElementError::NanValue => Reason::NanValue,
             ElementError::Name(e) => Reason::for_name(e),
+            ElementError::Tags(_) => Reason::InvalidTags,
         }
     }
 }
@@ -123,7 +128,7 @@ impl Unpickler {
             .ok_or(ElementError::NameType(name.type_name()))?;
         let n = normalize(raw)?;
         Ok(ParsedLine {
-            name: n.path,
+            name: crate::tagged::canonical_name(n.path)?,
             ts,
             value,
             name_changed: n.dropped_empty_nodes,

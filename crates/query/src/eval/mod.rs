@@ -12,6 +12,7 @@
 //! as in graphite-web; a target that yields a non-empty constant is an error.
 
 mod fetch;
+mod tags;
 mod targets;
 mod template;
 mod value;
@@ -190,8 +191,7 @@ impl<'a> Session<'a> {
                     call: call.raw.as_str().to_string(),
                 })
             }
-            // needs the tag index, which the SeriesSource does not offer yet
-            "seriesByTag" => return Err(QueryError::Unsupported("seriesByTag (tag queries)")),
+            "seriesByTag" => return self.series_by_tag(ctx, call),
             _ => {}
         }
         let Some(def) = self.functions.get(&call.name).copied() else {

@@ -51,7 +51,11 @@ impl Sumi {
             .arg("--ready-file")
             .arg(&ready)
             .args(extra)
-            .env("RUST_LOG", "info")
+            // SUMI_TEST_LOG=debug (an EnvFilter) to see more of the server in a failure
+            .env(
+                "RUST_LOG",
+                std::env::var("SUMI_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()

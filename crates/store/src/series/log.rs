@@ -16,6 +16,8 @@ pub(crate) const VERSION: u32 = 1;
 const HEADER_LEN: usize = 16;
 const TYPE_CLASS: u8 = 1;
 const TYPE_SERIES: u8 = 2;
+const TYPE_DELETE: u8 = 3;
+const TYPE_RENAME: u8 = 4;
 
 /// One decoded record.
 #[derive(Debug, PartialEq)]
@@ -32,6 +34,10 @@ pub(crate) enum LogRecord<'a> {
         xff: f32,
         name: &'a str,
     },
+    /// The series is deleted: its id is never used again.
+    Delete { id: u32 },
+    /// The series is now called `name` (its id and data stay).
+    Rename { id: u32, name: &'a str },
 }
 
 impl LogRecord<'_> {
@@ -65,6 +71,15 @@ impl LogRecord<'_> {
                 out.extend_from_slice(&class.to_le_bytes());
                 out.push(method.code());
                 out.extend_from_slice(&xff.to_bits().to_le_bytes());
+                out.extend_from_slice(name.as_bytes());
+            }
+            LogRecord::Delete { id } => {
+                out.push(TYPE_DELETE);
+                out.extend_from_slice(&id.to_le_bytes());
+            }
+            LogRecord::Rename { id, name } => {
+                out.push(TYPE_RENAME);
+                out.extend_from_slice(&id.to_le_bytes());
                 out.extend_from_slice(name.as_bytes());
             }
         }
@@ -151,6 +166,22 @@ fn decode_payload(p: &[u8]) -> Result<LogRecord<'_>, String> {
                 xff,
                 name,
             })
+        }
+        TYPE_DELETE => {
+            let id = c.u32().ok_or_else(short)?;
+            if !c.buf.is_empty() {
+                return Err(format!("delete record of series {id} has trailing bytes"));
+            }
+            Ok(LogRecord::Delete { id })
+        }
+        TYPE_RENAME => {
+            let id = c.u32().ok_or_else(short)?;
+            let name = std::str::from_utf8(c.buf)
+                .map_err(|_| "new series name is not UTF-8".to_string())?;
+            if name.is_empty() {
+                return Err(format!("rename of series {id} to an empty name"));
+            }
+            Ok(LogRecord::Rename { id, name })
         }
         t => Err(format!("unknown record type {t}")),
     }
@@ -395,6 +426,31 @@ mod tests {
             seen[3].contains("a.b2") && seen[3].contains("Sum"),
             "{seen:?}"
         );
+    }
+
+    #[test]
+    fn delete_and_rename_records_round_trip() {
+        let dir = TempDir::new("slog-admin");
+        let path = dir.path().join("series.log");
+        write_some(&path);
+        {
+            let mut log = SeriesLog::open(&path).unwrap();
+            log.push(&LogRecord::Delete { id: 1 });
+            log.push(&LogRecord::Rename {
+                id: 2,
+                name: "new.name",
+            });
+            log.write_pending().unwrap();
+        }
+        let (seen, r) = collect(&path, false).unwrap();
+        assert_eq!(r.records, 6);
+        assert_eq!(seen[4], "Delete { id: 1 }");
+        assert_eq!(seen[5], "Rename { id: 2, name: \"new.name\" }");
+        // malformed payloads are refused, not misread
+        assert!(decode_payload(&[TYPE_DELETE, 1, 0]).is_err());
+        assert!(decode_payload(&[TYPE_DELETE, 1, 0, 0, 0, 9]).is_err());
+        assert!(decode_payload(&[TYPE_RENAME, 1, 0, 0, 0]).is_err());
+        assert!(decode_payload(&[TYPE_RENAME, 1, 0, 0, 0, 0xff]).is_err());
     }
 
     #[test]

@@ -6,10 +6,13 @@
 //! - [`class`]: retention classes and their partition widths.
 //! - [`tree`]: the metric tree and graphite-web's find.
 //! - [`log`]: the append-only `series.log`.
+//! - [`admin`]: deleting and renaming series.
 
+pub(crate) mod admin;
 pub(crate) mod class;
 pub(crate) mod log;
 pub(crate) mod names;
+pub(crate) mod tags;
 pub(crate) mod tree;
 
 use std::path::Path;
@@ -18,10 +21,13 @@ use std::sync::Arc;
 use sumi_model::glob::PathPattern;
 use sumi_model::{AggMethod, Retention, SeriesConfig};
 
+use admin::DeletedSet;
+pub use admin::Renamed;
 pub(crate) use class::ClassInfo;
 pub use class::MAX_LEVELS;
 use log::{LogRecord, LogSync, SeriesLog};
 use names::Names;
+use tags::TagIndex;
 use tree::Tree;
 
 use crate::StoreError;
@@ -47,8 +53,11 @@ pub(crate) struct SeriesIndex {
     meta: Vec<SeriesMeta>,
     classes: Vec<Arc<ClassInfo>>,
     tree: Tree,
+    tags: TagIndex,
     log: SeriesLog,
     partitions_per_level: u32,
+    /// Deleted ids; shared copy-on-write with compaction, which drops their rows.
+    deleted: Arc<DeletedSet>,
 }
 
 /// True when a name can live in the tree: no empty node, not tagged (tagged series
@@ -68,7 +77,7 @@ impl SeriesIndex {
         let mut names = Names::default();
         let mut meta = Vec::new();
         let mut classes: Vec<Arc<ClassInfo>> = Vec::new();
-        let mut tree = Tree::default();
+        let mut deleted = DeletedSet::default();
         let report = log::load(&path, repair, |rec| match rec {
             LogRecord::Class {
                 id,
@@ -109,35 +118,89 @@ impl SeriesIndex {
                 }
                 names.push(name.as_bytes());
                 meta.push(SeriesMeta { class, method, xff });
-                if tree_path(name) {
-                    tree.insert(name, id);
+                Ok(())
+            }
+            LogRecord::Delete { id } => {
+                if id as usize >= meta.len() || !deleted.insert(id) {
+                    return Err(format!("delete of unknown or deleted series {id}"));
                 }
+                names.remove(id);
+                Ok(())
+            }
+            LogRecord::Rename { id, name } => {
+                if id as usize >= meta.len() || deleted.contains(id) {
+                    return Err(format!("rename of unknown or deleted series {id}"));
+                }
+                if names.find(name.as_bytes()).is_some() {
+                    return Err(format!("rename of series {id} onto existing {name:?}"));
+                }
+                names.rename(id, name.as_bytes());
                 Ok(())
             }
         })?;
+        // the tree holds the live names as they are now, so it is built after the log
+        let mut tree = Tree::default();
+        for id in 0..meta.len() as u32 {
+            if deleted.contains(id) {
+                continue;
+            }
+            if let Ok(name) = std::str::from_utf8(names.get_bytes(id)) {
+                if tree_path(name) {
+                    tree.insert(name, id);
+                }
+            }
+        }
         let log = SeriesLog::open(&path)?;
+        let mut tags = TagIndex::new();
+        for id in 0..meta.len() as u32 {
+            match std::str::from_utf8(names.get_bytes(id)) {
+                Ok(name) if name.contains(';') && !deleted.contains(id) => {
+                    tags.insert(id, name);
+                }
+                _ => {}
+            }
+        }
+        tags.open_log(dir, |n| names.find(n.as_bytes()))?;
         Ok((
             SeriesIndex {
                 names,
                 meta,
                 classes,
                 tree,
+                tags,
                 log,
                 partitions_per_level,
+                deleted: Arc::new(deleted),
             },
             report,
         ))
     }
 
+    /// Ids handed out, deleted series included.
     pub(crate) fn len(&self) -> usize {
         self.meta.len()
+    }
+
+    /// Series not deleted.
+    pub(crate) fn live_len(&self) -> usize {
+        self.meta.len().saturating_sub(self.deleted.len())
+    }
+
+    /// The deleted ids, for compaction to drop their rows.
+    pub(crate) fn deleted_ids(&self) -> Arc<DeletedSet> {
+        self.deleted.clone()
     }
 
     pub(crate) fn lookup(&self, name: &[u8]) -> Option<u32> {
         self.names.find(name)
     }
 
+    /// The rules of a live series; `None` for an unknown or deleted id (so the WAL
+    /// replay skips a deleted series' points).
     pub(crate) fn meta(&self, id: u32) -> Option<SeriesMeta> {
+        if self.deleted.contains(id) {
+            return None;
+        }
         self.meta.get(id as usize).copied()
     }
 
@@ -212,6 +275,9 @@ impl SeriesIndex {
         if tree_path(name) {
             self.tree.insert(name, id);
         }
+        if name.contains(';') {
+            self.tags.insert(id, name);
+        }
         Ok(id)
     }
 
@@ -238,6 +304,23 @@ impl SeriesIndex {
         self.names.heap_bytes()
             + self.meta.capacity() * std::mem::size_of::<SeriesMeta>()
             + self.tree.heap_bytes()
+            + self.tags.heap_bytes()
+    }
+
+    /// The tag index (tagged series only).
+    pub(crate) fn tags(&self) -> &TagIndex {
+        &self.tags
+    }
+
+    /// The tag index, to add or remove series (`/tags/tagSeries`, `/tags/delSeries`,
+    /// series deletion).
+    pub(crate) fn tags_mut(&mut self) -> &mut TagIndex {
+        &mut self.tags
+    }
+
+    /// A series' name (empty for an id never given out).
+    pub(crate) fn name_str(&self, id: u32) -> &str {
+        std::str::from_utf8(self.names.get_bytes(id)).unwrap_or_default()
     }
 }
 

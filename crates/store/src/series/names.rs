@@ -2,7 +2,12 @@
 //! open-addressing table of ids keyed by the bytes' hash. No allocation per name.
 //!
 //! Used for full series names (id = series id) and for tree node names.
+//!
+//! A series can be forgotten ([`Names::remove`], after a delete) or given another name
+//! ([`Names::rename`]): its id keeps its place and a small side table holds its new
+//! bytes (not the arena: a name's start is the previous name's end there).
 
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
@@ -19,6 +24,9 @@ pub(crate) struct Names {
     ends: Vec<u64>,
     table: HashTable<u32>,
     state: FixedState,
+    /// Renamed ids and their current bytes. Renames are rare administrative acts, so a
+    /// side table costs nothing on the common path.
+    moved: HashMap<u32, Box<[u8]>>,
 }
 
 impl Default for Names {
@@ -28,11 +36,22 @@ impl Default for Names {
             ends: Vec::new(),
             table: HashTable::new(),
             state: FixedState::with_seed(SEED),
+            moved: HashMap::new(),
         }
     }
 }
 
-fn slice<'a>(arena: &'a [u8], ends: &[u64], id: u32) -> &'a [u8] {
+fn slice<'a>(
+    arena: &'a [u8],
+    ends: &[u64],
+    moved: &'a HashMap<u32, Box<[u8]>>,
+    id: u32,
+) -> &'a [u8] {
+    if !moved.is_empty() {
+        if let Some(b) = moved.get(&id) {
+            return b;
+        }
+    }
     let i = id as usize;
     let end = ends.get(i).copied().unwrap_or(0) as usize;
     let start = if i == 0 {
@@ -55,7 +74,7 @@ impl Names {
 
     /// The bytes of `id` (empty for an unknown id).
     pub(crate) fn get_bytes(&self, id: u32) -> &[u8] {
-        slice(&self.arena, &self.ends, id)
+        slice(&self.arena, &self.ends, &self.moved, id)
     }
 
     pub(crate) fn find(&self, name: &[u8]) -> Option<u32> {
@@ -63,9 +82,9 @@ impl Names {
     }
 
     pub(crate) fn find_hashed(&self, hash: u64, name: &[u8]) -> Option<u32> {
-        let (arena, ends) = (&self.arena, &self.ends);
+        let (arena, ends, moved) = (&self.arena, &self.ends, &self.moved);
         self.table
-            .find(hash, |&id| slice(arena, ends, id) == name)
+            .find(hash, |&id| slice(arena, ends, moved, id) == name)
             .copied()
     }
 
@@ -80,9 +99,40 @@ impl Names {
             ends,
             table,
             state,
+            moved,
         } = self;
-        table.insert_unique(hash, id, |&i| state.hash_one(slice(arena, ends, i)));
+        table.insert_unique(hash, id, |&i| state.hash_one(slice(arena, ends, moved, i)));
         id
+    }
+
+    /// Takes `id` out of the hash table: [`find`](Self::find) no longer returns it
+    /// (its bytes stay readable through [`get_bytes`](Self::get_bytes)). Returns
+    /// whether it was there.
+    pub(crate) fn remove(&mut self, id: u32) -> bool {
+        let hash = self.hash(self.get_bytes(id));
+        match self.table.find_entry(hash, |&i| i == id) {
+            Ok(e) => {
+                e.remove();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Gives `id` the name `name` (known to be absent): the old name no longer finds
+    /// it, the new one does.
+    pub(crate) fn rename(&mut self, id: u32, name: &[u8]) {
+        self.remove(id);
+        self.moved.insert(id, name.into());
+        let hash = self.hash(name);
+        let Names {
+            arena,
+            ends,
+            table,
+            state,
+            moved,
+        } = self;
+        table.insert_unique(hash, id, |&i| state.hash_one(slice(arena, ends, moved, i)));
     }
 
     /// The id of `name`, interning it first when absent.
@@ -95,7 +145,10 @@ impl Names {
 
     /// Bytes held, for the memory gauges.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.arena.capacity() + self.ends.capacity() * 8 + self.table.capacity() * 5
+        self.arena.capacity()
+            + self.ends.capacity() * 8
+            + self.table.capacity() * 5
+            + self.moved.values().map(|b| b.len() + 32).sum::<usize>()
     }
 }
 
@@ -120,5 +173,37 @@ mod tests {
         }
         assert_eq!(n.find(b"x9999"), Some(10_002));
         assert_eq!(n.len(), 10_003);
+    }
+
+    #[test]
+    fn remove_and_rename() {
+        let mut n = Names::default();
+        for i in 0..100u32 {
+            n.push(format!("s{i}").as_bytes());
+        }
+        assert!(n.remove(7));
+        assert!(!n.remove(7));
+        assert_eq!(n.find(b"s7"), None);
+        assert_eq!(n.get_bytes(7), b"s7");
+        n.rename(8, b"renamed.eight");
+        assert_eq!(n.find(b"s8"), None);
+        assert_eq!(n.find(b"renamed.eight"), Some(8));
+        assert_eq!(n.get_bytes(8), b"renamed.eight");
+        // names pushed after a rename are intact
+        assert_eq!(n.push(b"after"), 100);
+        assert_eq!(n.get_bytes(100), b"after");
+        assert_eq!(n.find(b"after"), Some(100));
+        assert_eq!(n.get_bytes(99), b"s99");
+        // the table still finds everything else after growing past the renamed entry
+        for i in 101..5_000u32 {
+            assert_eq!(n.push(format!("s{i}").as_bytes()), i);
+        }
+        assert_eq!(n.find(b"renamed.eight"), Some(8));
+        assert_eq!(n.find(b"s9"), Some(9));
+        assert_eq!(n.find(b"s4999"), Some(4999));
+        // a renamed id can be renamed again, back to its first name even
+        n.rename(8, b"s8");
+        assert_eq!(n.find(b"s8"), Some(8));
+        assert_eq!(n.find(b"renamed.eight"), None);
     }
 }

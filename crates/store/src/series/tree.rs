@@ -93,6 +93,9 @@ pub(crate) struct Tree {
     children: HashTable<(u32, u32, u32)>,
     syms: Names,
     state: FixedState,
+    /// Nodes unlinked by [`Tree::remove_many`]: their slots stay in `nodes` (ids are
+    /// indexes) but no parent reaches them.
+    dead: usize,
 }
 
 impl Default for Tree {
@@ -107,6 +110,7 @@ impl Default for Tree {
             children: HashTable::new(),
             syms: Names::default(),
             state: FixedState::with_seed(0x7ee),
+            dead: 0,
         }
     }
 }
@@ -332,8 +336,118 @@ impl Tree {
         }
     }
 
+    /// The node at `path`, if the tree has it.
+    fn node_at(&self, path: &str) -> Option<u32> {
+        let mut cur = ROOT;
+        for part in path.split('.') {
+            cur = self.child(cur, self.syms.find(part.as_bytes())?)?;
+        }
+        Some(cur)
+    }
+
+    /// The series at `path` and below it, as `(path, series)` sorted by path.
+    pub(crate) fn subtree_leaves(&self, path: &str) -> Vec<(String, u32)> {
+        let mut out = Vec::new();
+        let Some(node) = self.node_at(path) else {
+            return out;
+        };
+        let mut stack = vec![(node, path.to_string())];
+        while let Some((n, p)) = stack.pop() {
+            if let Some(series) = self.leaf_of(n) {
+                out.push((p.clone(), series));
+            }
+            for c in self.children_of(n) {
+                stack.push((c, format!("{p}.{}", self.name_of(c))));
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Takes series off the tree: each `(path, series)` clears the leaf at `path` when
+    /// it holds `series`; then every node left with neither a series nor children is
+    /// unlinked, so emptied branches vanish from `find`. Each affected child list is
+    /// rebuilt once, deepest first, so removing a whole subtree costs its size, not its
+    /// size squared. Returns how many leaves were cleared.
+    pub(crate) fn remove_many<'a>(
+        &mut self,
+        paths: impl IntoIterator<Item = (&'a str, u32)>,
+    ) -> usize {
+        // (depth, node) of every parent along the removed paths
+        let mut parents: Vec<(usize, u32)> = Vec::new();
+        let mut cleared = 0;
+        for (path, series) in paths {
+            let mut cur = ROOT;
+            let mut chain = Vec::new();
+            let mut found = true;
+            for (depth, part) in path.split('.').enumerate() {
+                match self
+                    .syms
+                    .find(part.as_bytes())
+                    .and_then(|sym| self.child(cur, sym))
+                {
+                    Some(c) => {
+                        chain.push((depth, cur));
+                        cur = c;
+                    }
+                    None => {
+                        found = false;
+                        break;
+                    }
+                }
+            }
+            if !found {
+                continue;
+            }
+            match self.nodes.get_mut(cur as usize) {
+                Some(n) if n.leaf == series => n.leaf = NONE,
+                _ => continue,
+            }
+            cleared += 1;
+            parents.extend(chain);
+        }
+        parents.sort_unstable_by(|a, b| b.cmp(a));
+        parents.dedup();
+        for (_, p) in parents {
+            self.prune_children(p);
+        }
+        cleared
+    }
+
+    /// Unlinks the children of `p` that hold no series and have no children.
+    fn prune_children(&mut self, p: u32) {
+        let children: Vec<u32> = self.children_of(p).collect();
+        let mut kept = Vec::with_capacity(children.len());
+        for c in children {
+            let Some(&n) = self.node(c) else { continue };
+            if n.leaf != NONE || n.first_child != NONE {
+                kept.push(c);
+                continue;
+            }
+            let h = Self::child_hash(&self.state, p, n.sym);
+            if let Ok(e) = self
+                .children
+                .find_entry(h, |&(pp, s, _)| pp == p && s == n.sym)
+            {
+                e.remove();
+            }
+            self.dead += 1;
+        }
+        let mut next = NONE;
+        for &c in kept.iter().rev() {
+            if let Some(n) = self.nodes.get_mut(c as usize) {
+                n.next_sibling = next;
+            }
+            next = c;
+        }
+        if let Some(n) = self.nodes.get_mut(p as usize) {
+            n.first_child = next;
+        }
+    }
+
+    /// Nodes reachable from the root (the root included).
     pub(crate) fn node_count(&self) -> usize {
-        self.nodes.len()
+        self.nodes.len() - self.dead
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
@@ -423,6 +537,43 @@ mod tests {
         assert!(StarGlob::parse("a?").is_none());
         assert!(StarGlob::parse("{a,b}*").is_none());
         assert!(StarGlob::parse("abc").is_none());
+    }
+
+    #[test]
+    fn remove_prunes_empty_branches_only() {
+        let mut t = tree(&["a.b.c", "a.b", "a.d.e", "x.y"]);
+        let before = t.node_count();
+        // a path that is not there, or holds another series, is left alone
+        assert_eq!(t.remove_many([("a.q", 0), ("a.b.c", 3)]), 0);
+        assert_eq!(t.remove_many([("a.b.c", 0), ("a.d.e", 2)]), 2);
+        assert_eq!(find(&t, "a.*"), s(&[("a.b", true)]));
+        assert_eq!(find(&t, "a.**"), s(&[("a.b", true)]));
+        assert_eq!(t.node_count(), before - 3);
+        assert_eq!(t.remove_many([("x.y", 3)]), 1);
+        assert_eq!(find(&t, "*"), s(&[("a", false)]));
+        // a removed path can come back
+        t.insert("a.d.e", 9);
+        assert_eq!(find(&t, "a.d.*"), s(&[("a.d.e", true)]));
+        assert_eq!(find(&t, "a.d.e"), s(&[("a.d.e", true)]));
+        assert_eq!(find(&t, "a.{d,q}.e"), s(&[("a.d.e", true)]));
+        assert_eq!(
+            t.subtree_leaves("a"),
+            vec![("a.b".to_string(), 1), ("a.d.e".to_string(), 9)]
+        );
+        assert!(t.subtree_leaves("zz").is_empty());
+    }
+
+    #[test]
+    fn removing_a_wide_subtree_is_linear() {
+        let names: Vec<String> = (0..50_000).map(|i| format!("h.n{i}.cpu")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut t = tree(&refs);
+        let t0 = std::time::Instant::now();
+        let n = t.remove_many(refs.iter().enumerate().map(|(i, p)| (*p, i as u32)));
+        assert_eq!(n, 50_000);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(t.node_count(), 1);
+        assert!(find(&t, "**").is_empty());
     }
 
     #[test]

@@ -38,7 +38,26 @@ struct State {
     seq: u64,
     seg_bytes: u64,
     error: Option<String>,
+    /// LSN ranges `(after, upto]` whose write failed for lack of space and was undone
+    /// (the segment truncated back): their appenders get an error, the WAL goes on.
+    /// The last few only: a waiter is woken right after its range fails.
+    failed: std::collections::VecDeque<(u64, u64)>,
 }
+
+/// A failed group write; `undone` when the segment was cut back to where it was, so the
+/// WAL stays usable (no space left), else the WAL is poisoned.
+struct WriteFail {
+    err: StoreError,
+    undone: bool,
+}
+
+impl From<StoreError> for WriteFail {
+    fn from(err: StoreError) -> WriteFail {
+        WriteFail { err, undone: false }
+    }
+}
+
+const FAILED_KEPT: usize = 64;
 
 pub(crate) struct Wal {
     dir: PathBuf,
@@ -79,6 +98,7 @@ impl Wal {
                 seq,
                 seg_bytes: segment::HEADER_LEN,
                 error: None,
+                failed: std::collections::VecDeque::new(),
             }),
             cv: Condvar::new(),
         })
@@ -103,6 +123,11 @@ impl Wal {
             if let Some(e) = &st.error {
                 return Err(StoreError::Poisoned(e.clone()));
             }
+            if st.failed.iter().any(|&(a, b)| lsn > a && lsn <= b) {
+                return Err(StoreError::Backpressure(
+                    "the WAL write failed for lack of disk space; the batch was not stored".into(),
+                ));
+            }
             let done = if self.policy == FsyncPolicy::Always {
                 st.synced >= lsn
             } else {
@@ -123,9 +148,10 @@ impl Wal {
             let rotate = st.seg_bytes > segment::HEADER_LEN
                 && st.seg_bytes + buf.len() as u64 > self.segment_bytes;
             let (file, seq) = (st.file.clone(), st.seq);
+            let (start, pre) = (st.written, st.seg_bytes);
             let n = buf.len() as u64;
             drop(st);
-            let res = self.write_out(&buf, file, seq, rotate);
+            let res = self.write_out(&buf, file, seq, rotate, pre);
             st = self.state.lock();
             st.writing = false;
             let mut buf = buf;
@@ -144,8 +170,9 @@ impl Wal {
                         st.synced = end;
                     }
                 }
-                Err(e) => {
-                    st.error = Some(e.to_string());
+                Err(WriteFail { undone: true, .. }) => self.fail_range(&mut st, (start, end)),
+                Err(WriteFail { err, .. }) => {
+                    st.error = Some(err.to_string());
                 }
             }
             self.cv.notify_all();
@@ -160,16 +187,21 @@ impl Wal {
         file: Arc<File>,
         seq: u64,
         rotate: bool,
-    ) -> Result<Option<(Arc<File>, u64)>, StoreError> {
+        pre: u64,
+    ) -> Result<Option<(Arc<File>, u64)>, WriteFail> {
         let mut target = file;
         let mut new = None;
         if rotate {
             self.sync_file(&target, seq)?;
-            let f = Arc::new(segment::create(
-                &self.dir,
-                seq + 1,
-                self.policy != FsyncPolicy::Never,
-            )?);
+            let created = segment::create(&self.dir, seq + 1, self.policy != FsyncPolicy::Never);
+            let f = match created {
+                Ok(f) => Arc::new(f),
+                Err(err) => {
+                    // nothing of `buf` was written: the current segment goes on
+                    let _ = std::fs::remove_file(segment::segment_path(&self.dir, seq + 1));
+                    return Err(WriteFail { err, undone: true });
+                }
+            };
             self.metrics
                 .wal_segments_created
                 .fetch_add(1, Ordering::Relaxed);
@@ -178,9 +210,25 @@ impl Wal {
         }
         let cur_seq = new.as_ref().map_or(seq, |n| n.1);
         if !buf.is_empty() {
-            (&*target).write_all(buf).map_err(|e| {
-                StoreError::io("write", segment::segment_path(&self.dir, cur_seq), e)
-            })?;
+            if crate::failpoint::due("wal:torn_write") {
+                let _ = (&*target).write_all(&buf[..buf.len() / 2]);
+                crate::failpoint::fire("wal:torn_write");
+            }
+            if let Err(e) = (&*target).write_all(buf) {
+                let path = segment::segment_path(&self.dir, cur_seq);
+                let no_space = e.raw_os_error() == Some(libc::ENOSPC);
+                let err = StoreError::io("write", &path, e);
+                // undo a partial write so that the segment ends on a whole record
+                let undone = no_space
+                    && if new.is_some() {
+                        std::fs::remove_file(&path).is_ok()
+                    } else {
+                        use std::io::{Seek, SeekFrom};
+                        target.set_len(pre).is_ok() && (&*target).seek(SeekFrom::Start(pre)).is_ok()
+                    };
+                return Err(WriteFail { err, undone });
+            }
+            crate::failpoint::hit("wal:after_write");
             self.metrics
                 .wal_bytes
                 .fetch_add(buf.len() as u64, Ordering::Relaxed);
@@ -208,32 +256,27 @@ impl Wal {
         Ok(())
     }
 
-    /// Waits for the write in flight, then runs `f` with the state as the only writer.
-    fn exclusive<T>(
-        &self,
-        f: impl FnOnce(&mut State) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut st = self.state.lock();
-        while st.writing {
-            self.cv.wait(&mut st);
-        }
-        if let Some(e) = &st.error {
-            return Err(StoreError::Poisoned(e.clone()));
-        }
-        let r = f(&mut st);
-        if let Err(e) = &r {
-            st.error = Some(e.to_string());
-        }
-        self.cv.notify_all();
-        r
-    }
-
-    fn write_pending_locked(&self, st: &mut State) -> Result<(), StoreError> {
+    /// Writes the queued records. A write that fails for lack of space is undone (the
+    /// segment cut back, the records' appenders told to retry) and reported with
+    /// `undone`; the caller then must not poison the WAL.
+    fn write_pending_locked(&self, st: &mut State) -> Result<(), WriteFail> {
         if !st.pending.is_empty() {
             let path = segment::segment_path(&self.dir, st.seq);
-            (&*st.file)
-                .write_all(&st.pending)
-                .map_err(|e| StoreError::io("write", path, e))?;
+            if let Err(e) = (&*st.file).write_all(&st.pending) {
+                use std::io::{Seek, SeekFrom};
+                let no_space = e.raw_os_error() == Some(libc::ENOSPC);
+                let err = StoreError::io("write", path, e);
+                let pre = st.seg_bytes;
+                let undone = no_space
+                    && st.file.set_len(pre).is_ok()
+                    && (&*st.file).seek(SeekFrom::Start(pre)).is_ok();
+                if undone {
+                    let range = (st.written, st.enqueued);
+                    self.fail_range(st, range);
+                    st.pending.clear();
+                }
+                return Err(WriteFail { err, undone });
+            }
             self.metrics
                 .wal_bytes
                 .fetch_add(st.pending.len() as u64, Ordering::Relaxed);
@@ -245,24 +288,72 @@ impl Wal {
         Ok(())
     }
 
+    /// Marks the records of LSN range `(after, upto]` as failed (their write was undone).
+    fn fail_range(&self, st: &mut State, (after, upto): (u64, u64)) {
+        tracing::error!(
+            bytes = upto - after,
+            "WAL write failed and was undone (no space left); the appenders are told to retry"
+        );
+        st.failed.push_back((after, upto));
+        if st.failed.len() > FAILED_KEPT {
+            st.failed.pop_front();
+        }
+        st.written = st.written.max(upto);
+        if self.policy == FsyncPolicy::Always {
+            st.synced = st.synced.max(upto);
+        }
+    }
+
     /// Ends the current segment (writing what is queued and syncing it unless the policy
     /// is `never`) and starts the next; returns the new segment's number. Every record
     /// enqueued before the call is in a segment below it.
+    ///
+    /// Failing to create the new segment, or to write the queued records for lack of
+    /// space, leaves the WAL usable: the current segment is intact (cut back to its
+    /// last whole record), and the next rotation tries again.
+    /// Failing to create the new segment (a full disk) leaves the WAL usable: the
+    /// current segment is intact, and the next rotation tries again.
     pub(crate) fn rotate(&self) -> Result<u64, StoreError> {
-        self.exclusive(|st| {
-            self.write_pending_locked(st)?;
-            self.sync_file(&st.file, st.seq)?;
-            st.synced = st.written;
-            let seq = st.seq + 1;
-            let f = segment::create(&self.dir, seq, self.policy != FsyncPolicy::Never)?;
-            self.metrics
-                .wal_segments_created
-                .fetch_add(1, Ordering::Relaxed);
-            st.file = Arc::new(f);
-            st.seq = seq;
-            st.seg_bytes = segment::HEADER_LEN;
-            Ok(seq)
-        })
+        let mut st = self.state.lock();
+        while st.writing {
+            self.cv.wait(&mut st);
+        }
+        if let Some(e) = &st.error {
+            return Err(StoreError::Poisoned(e.clone()));
+        }
+        if let Err(WriteFail { err, undone }) = self.write_pending_locked(&mut st) {
+            if !undone {
+                st.error = Some(err.to_string());
+            }
+            self.cv.notify_all();
+            return Err(err);
+        }
+        let (file, seq) = (st.file.clone(), st.seq);
+        if let Err(e) = self.sync_file(&file, seq) {
+            st.error = Some(e.to_string());
+            self.cv.notify_all();
+            return Err(e);
+        }
+        st.synced = st.written;
+        let seq = st.seq + 1;
+        let f = match segment::create(&self.dir, seq, self.policy != FsyncPolicy::Never) {
+            Ok(f) => f,
+            Err(e) => {
+                // not poisoned: nothing was lost, the half-made segment goes away and the
+                // current one stays open for writes
+                let _ = std::fs::remove_file(segment::segment_path(&self.dir, seq));
+                self.cv.notify_all();
+                return Err(e);
+            }
+        };
+        self.metrics
+            .wal_segments_created
+            .fetch_add(1, Ordering::Relaxed);
+        st.file = Arc::new(f);
+        st.seq = seq;
+        st.seg_bytes = segment::HEADER_LEN;
+        self.cv.notify_all();
+        Ok(seq)
     }
 
     /// Writes what is queued and fsyncs (the interval policy's tick, and close).
@@ -275,10 +366,12 @@ impl Wal {
             if let Some(e) = &st.error {
                 return Err(StoreError::Poisoned(e.clone()));
             }
-            if let Err(e) = self.write_pending_locked(&mut st) {
-                st.error = Some(e.to_string());
+            if let Err(WriteFail { err, undone }) = self.write_pending_locked(&mut st) {
+                if !undone {
+                    st.error = Some(err.to_string());
+                }
                 self.cv.notify_all();
-                return Err(e);
+                return Err(err);
             }
             if st.synced >= st.written {
                 return Ok(());

@@ -23,10 +23,23 @@ pub(crate) struct ReplayReport {
 }
 
 /// Replays segments `>= from` in `dir`, calling `apply` for every point in log order.
+#[cfg(test)]
 pub(crate) fn replay(
     dir: &Path,
     from: u64,
     repair: bool,
+    apply: impl FnMut(WalPoint),
+) -> Result<ReplayReport, StoreError> {
+    replay_with(dir, from, repair, None, apply)
+}
+
+/// [`replay`], and before a segment is cut, a copy of it goes to the quarantine
+/// directory of `quarantine_in` (the data directory), so the cut bytes are kept.
+pub(crate) fn replay_with(
+    dir: &Path,
+    from: u64,
+    repair: bool,
+    quarantine_in: Option<&Path>,
     mut apply: impl FnMut(WalPoint),
 ) -> Result<ReplayReport, StoreError> {
     let mut report = ReplayReport::default();
@@ -88,8 +101,11 @@ pub(crate) fn replay(
             if !is_last && !repair {
                 return Err(StoreError::corrupt("wal segment", &path, at, why));
             }
-            tracing::warn!(path = %path.display(), offset = at, reason = %why, "cutting the WAL here");
+            tracing::error!(path = %path.display(), offset = at, reason = %why, "corrupt WAL record: cutting the segment here (a copy is quarantined); later records of this segment are lost");
             report.corrupt_tails += 1;
+            if let Some(data_dir) = quarantine_in {
+                crate::quarantine::move_aside(data_dir, &path, true)?;
+            }
             let keep = at.max(HEADER_LEN).min(data.len() as u64);
             if data.len() < HEADER_LEN as usize || at < HEADER_LEN {
                 // nothing usable: the header itself is bad
