@@ -129,6 +129,12 @@ impl Browser {
     }
 
     fn send(&mut self, method: &str, params: Value, session: bool) -> Value {
+        self.try_send(method, params, session)
+            .unwrap_or_else(|err| panic!("devtools {method} failed: {err}"))
+    }
+
+    /// [`send`](Self::send), with the browser's error as an `Err`.
+    fn try_send(&mut self, method: &str, params: Value, session: bool) -> Result<Value, Value> {
         self.next_id += 1;
         let id = self.next_id;
         let mut msg = json!({"id": id, "method": method, "params": params});
@@ -149,9 +155,9 @@ impl Browser {
                 continue; // an event
             }
             if let Some(err) = v.get("error") {
-                panic!("devtools {method} failed: {err}");
+                return Err(err.clone());
             }
-            return v["result"].clone();
+            return Ok(v["result"].clone());
         }
     }
 
@@ -176,12 +182,26 @@ impl Browser {
         r["result"]["value"].clone()
     }
 
-    /// Polls `expr` until it is true (bounded).
+    /// Polls `expr` until it is true (bounded). While a click or a navigation replaces
+    /// the page, the browser refuses to evaluate ("Inspected target navigated or
+    /// closed", "Cannot find context"): that counts as not yet.
     pub fn wait_for(&mut self, expr: &str, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if self.eval(expr) == json!(true) {
-                return;
+            let r = self.try_send(
+                "Runtime.evaluate",
+                json!({"expression": expr, "returnByValue": true, "awaitPromise": true}),
+                true,
+            );
+            match r {
+                Ok(r) if r["result"]["value"] == json!(true) => return,
+                Ok(_) => {}
+                Err(err) => {
+                    let msg = err["message"].as_str().unwrap_or_default();
+                    if !(msg.contains("navigated") || msg.contains("context")) {
+                        panic!("devtools Runtime.evaluate failed: {err}");
+                    }
+                }
             }
             if Instant::now() > deadline {
                 let url = self.eval("location.href");
@@ -239,7 +259,9 @@ impl Browser {
     /// Clicks the first element matching `selector` (it must exist).
     pub fn click(&mut self, selector: &str) {
         let ok = self.eval(&format!(
-            "(() => {{ const e = document.querySelector({}); if (!e) return false; e.click(); return true; }})()",
+            // clicked after this evaluation has answered, so a navigation it starts
+            // cannot cut the evaluation short
+            "(() => {{ const e = document.querySelector({}); if (!e) return false; setTimeout(() => e.click(), 0); return true; }})()",
             json!(selector)
         ));
         assert_eq!(ok, json!(true), "nothing to click at {selector}");
