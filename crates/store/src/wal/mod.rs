@@ -304,6 +304,25 @@ impl Wal {
         }
     }
 
+    /// Waits for a writer in progress, then writes what is queued. A write undone for
+    /// lack of space is an error the caller may retry; any other failure poisons the WAL.
+    fn write_queued(&self, st: &mut parking_lot::MutexGuard<'_, State>) -> Result<(), StoreError> {
+        while st.writing {
+            self.cv.wait(st);
+        }
+        if let Some(e) = &st.error {
+            return Err(StoreError::Poisoned(e.clone()));
+        }
+        if let Err(WriteFail { err, undone }) = self.write_pending_locked(st) {
+            if !undone {
+                st.error = Some(err.to_string());
+            }
+            self.cv.notify_all();
+            return Err(err);
+        }
+        Ok(())
+    }
+
     /// Ends the current segment (writing what is queued and syncing it unless the policy
     /// is `never`) and starts the next; returns the new segment's number. Every record
     /// enqueued before the call is in a segment below it.
@@ -311,23 +330,9 @@ impl Wal {
     /// Failing to create the new segment, or to write the queued records for lack of
     /// space, leaves the WAL usable: the current segment is intact (cut back to its
     /// last whole record), and the next rotation tries again.
-    /// Failing to create the new segment (a full disk) leaves the WAL usable: the
-    /// current segment is intact, and the next rotation tries again.
     pub(crate) fn rotate(&self) -> Result<u64, StoreError> {
         let mut st = self.state.lock();
-        while st.writing {
-            self.cv.wait(&mut st);
-        }
-        if let Some(e) = &st.error {
-            return Err(StoreError::Poisoned(e.clone()));
-        }
-        if let Err(WriteFail { err, undone }) = self.write_pending_locked(&mut st) {
-            if !undone {
-                st.error = Some(err.to_string());
-            }
-            self.cv.notify_all();
-            return Err(err);
-        }
+        self.write_queued(&mut st)?;
         let (file, seq) = (st.file.clone(), st.seq);
         if let Err(e) = self.sync_file(&file, seq) {
             st.error = Some(e.to_string());
@@ -360,19 +365,7 @@ impl Wal {
     pub(crate) fn sync(&self) -> Result<(), StoreError> {
         let (file, seq, upto) = {
             let mut st = self.state.lock();
-            while st.writing {
-                self.cv.wait(&mut st);
-            }
-            if let Some(e) = &st.error {
-                return Err(StoreError::Poisoned(e.clone()));
-            }
-            if let Err(WriteFail { err, undone }) = self.write_pending_locked(&mut st) {
-                if !undone {
-                    st.error = Some(err.to_string());
-                }
-                self.cv.notify_all();
-                return Err(err);
-            }
+            self.write_queued(&mut st)?;
             if st.synced >= st.written {
                 return Ok(());
             }
