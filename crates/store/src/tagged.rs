@@ -174,7 +174,7 @@ impl Store {
         // a series back after a delSeries, or an untagged one, is not in the index
         // the series log rebuilds: note it
         if idx.tags_mut().register(id, &name) {
-            idx.tags().persist(true, &name)?;
+            idx.tags().persist(true, id, &name)?;
         }
         Ok(name)
     }
@@ -186,7 +186,7 @@ impl Store {
         let mut idx = self.inner.index.write();
         if let Some(id) = idx.lookup(name.as_bytes()) {
             if idx.tags_mut().remove(id, &name) {
-                idx.tags().persist(false, &name)?;
+                idx.tags().persist(false, id, &name)?;
             }
         }
         Ok(())

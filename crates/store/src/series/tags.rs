@@ -18,8 +18,9 @@
 //! (canonical) name, which costs no memory and about as much as a hash lookup.
 //!
 //! Removal from the index alone (graphite-web's `/tags/delSeries`, which leaves the
-//! data) is persisted in `tags.log`: one line per act, `-name` or `+name`, replayed at
-//! open over the index built from the series log.
+//! data) is persisted in `tags.log`: one line per act, `-id name` or `+id name`,
+//! replayed at open over the index built from the series log (a line applies only while
+//! the name still belongs to that id).
 
 use std::collections::HashMap;
 use std::fs;
@@ -256,12 +257,20 @@ impl TagIndex {
                     let Ok(line) = std::str::from_utf8(line) else {
                         continue;
                     };
-                    let (add, name) = match line.as_bytes().first() {
+                    let (add, rest) = match line.as_bytes().first() {
                         Some(b'+') => (true, &line[1..]),
                         Some(b'-') => (false, &line[1..]),
                         _ => continue,
                     };
-                    if let Some(id) = lookup(name) {
+                    let Some((id, name)) = rest
+                        .split_once(' ')
+                        .and_then(|(id, name)| Some((id.parse::<u32>().ok()?, name)))
+                    else {
+                        continue;
+                    };
+                    // only for the series it was written for: a name deleted and sent
+                    // again is a new series, with a new id, and tagged
+                    if lookup(name) == Some(id) {
                         if add {
                             self.register(id, name);
                         } else {
@@ -396,10 +405,10 @@ impl TagIndex {
         removed
     }
 
-    /// Appends `+name` (tagged again) or `-name` (untagged) to `tags.log`.
-    pub(crate) fn persist(&self, add: bool, name: &str) -> Result<(), StoreError> {
+    /// Appends `+id name` (tagged again) or `-id name` (untagged) to `tags.log`.
+    pub(crate) fn persist(&self, add: bool, id: u32, name: &str) -> Result<(), StoreError> {
         match &self.log {
-            Some(log) => log.append(add, name),
+            Some(log) => log.append(add, id, name),
             None => Ok(()),
         }
     }
@@ -624,7 +633,7 @@ struct TagLog {
 }
 
 impl TagLog {
-    fn append(&self, add: bool, name: &str) -> Result<(), StoreError> {
+    fn append(&self, add: bool, id: u32, name: &str) -> Result<(), StoreError> {
         if name.contains('\n') {
             return Err(StoreError::Options(format!(
                 "series name {name:?} holds a newline and cannot be untagged"
@@ -635,7 +644,7 @@ impl TagLog {
             .append(true)
             .open(&self.path)
             .map_err(|e| StoreError::io("open", &self.path, e))?;
-        let line = format!("{}{name}\n", if add { '+' } else { '-' });
+        let line = format!("{}{id} {name}\n", if add { '+' } else { '-' });
         f.write_all(line.as_bytes())
             .and_then(|()| f.sync_data())
             .map_err(|e| StoreError::io("append to", &self.path, e))

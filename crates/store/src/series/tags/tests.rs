@@ -180,7 +180,7 @@ fn log_survives_reopen() {
     let (mut idx, names) = index(SERIES);
     idx.open_log(dir.path(), |_| None).unwrap();
     idx.remove(1, &names[1]);
-    idx.persist(false, &names[1]).unwrap();
+    idx.persist(false, 1, &names[1]).unwrap();
     let (mut again, _) = index(SERIES);
     let lookup = |n: &str| names.iter().position(|m| m == n).map(|i| i as u32);
     again.open_log(dir.path(), lookup).unwrap();
@@ -189,6 +189,11 @@ fn log_survives_reopen() {
         find(&again, &names, &["dc=b"]).unwrap(),
         Vec::<String>::new()
     );
+    // the name deleted and created again (another id): the old removal does not apply
+    let (mut fresh, _) = index(SERIES);
+    let moved = |n: &str| (n == names[1]).then_some(99).or_else(|| lookup(n));
+    fresh.open_log(dir.path(), moved).unwrap();
+    assert_eq!(fresh.series(), 5);
 }
 
 #[test]
