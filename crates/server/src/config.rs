@@ -66,6 +66,10 @@
 //! flush_interval = "10s"
 //! maintenance_interval = "1s"
 //! rollup_grace_secs = 600
+//! # Write a coarser archive's rollup only just before the finer archive's retention
+//! # drops its data (reads compute it until then); false rolls up as soon as a
+//! # partition closes, storing recent data twice.
+//! lazy_rollups = true
 //! wal_segment_bytes = 67108864
 //! # At most this many series; points of further new series are refused, counted
 //! # (sumi_points_rejected_total{reason="series_limit"}) and logged, HTTP ingest
@@ -167,6 +171,7 @@ pub(crate) struct StorageSection {
     pub(crate) flush_interval: Option<String>,
     pub(crate) maintenance_interval: Option<String>,
     pub(crate) rollup_grace_secs: Option<i64>,
+    pub(crate) lazy_rollups: Option<bool>,
     pub(crate) wal_segment_bytes: Option<u64>,
     pub(crate) max_series: Option<usize>,
 }
@@ -180,6 +185,7 @@ pub(crate) struct StorageTuning {
     pub(crate) flush_interval: Option<std::time::Duration>,
     pub(crate) maintenance_interval: Option<std::time::Duration>,
     pub(crate) rollup_grace_secs: Option<i64>,
+    pub(crate) lazy_rollups: Option<bool>,
     pub(crate) wal_segment_bytes: Option<u64>,
     pub(crate) max_series: Option<usize>,
     /// From `[carbon]`, where operators look for carbon's `MAX_CREATES_PER_MINUTE`.
@@ -206,6 +212,7 @@ impl StorageTuning {
             flush_interval: dur("flush_interval", &s.flush_interval)?,
             maintenance_interval: dur("maintenance_interval", &s.maintenance_interval)?,
             rollup_grace_secs: s.rollup_grace_secs,
+            lazy_rollups: s.lazy_rollups,
             wal_segment_bytes: s.wal_segment_bytes,
             max_series: s.max_series,
             max_new_series_per_minute: None,
@@ -225,6 +232,9 @@ impl StorageTuning {
         }
         if let Some(v) = self.rollup_grace_secs {
             o.rollup_grace_secs = v;
+        }
+        if let Some(v) = self.lazy_rollups {
+            o.lazy_rollups = v;
         }
         if let Some(v) = self.wal_segment_bytes {
             o.wal_segment_bytes = v;
@@ -639,6 +649,18 @@ mod tests {
         let file: FileConfig = toml::from_str("[http]\nmax_series_per_query = 0\n").unwrap();
         let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
         assert!(e.to_string().contains("max_series_per_query"), "{e}");
+    }
+
+    #[test]
+    fn storage_tuning_reaches_the_store_options() {
+        let mut o = sumi_store::StoreOptions::new("d");
+        assert!(o.lazy_rollups, "lazy by default");
+        let file: FileConfig =
+            toml::from_str("[storage]\nlazy_rollups = false\nrollup_grace_secs = 5\n").unwrap();
+        let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
+        c.storage_tuning.apply(&mut o);
+        assert!(!o.lazy_rollups);
+        assert_eq!(o.rollup_grace_secs, 5);
     }
 
     #[test]
