@@ -20,6 +20,7 @@ use sumi_model::glob::PathPattern;
 
 use crate::error::QueryError;
 use crate::grammar::{Arg, Expr};
+use crate::series::fetched::replaces;
 use crate::series::{FetchedSet, TimeSeries};
 use crate::source::{FetchedRef, SourceError};
 
@@ -209,13 +210,12 @@ struct Answer {
 }
 
 impl Answer {
-    /// Records `f` in `slot`. Of two answers for one path graphite-web
-    /// (`_merge_results`) keeps the more complete: a second one replaces the first
-    /// only when it has fewer missing values and is not empty.
+    /// Records `f` in `slot`, unless an earlier answer is more complete
+    /// ([`replaces`]).
     fn keep_more_complete(slot: &mut Option<Answer>, f: FetchedRef<'_>) {
         if let Some(old) = slot {
-            let missing = |v: &[Option<f64>]| v.iter().filter(|x| x.is_none()).count();
-            if f.values.is_empty() || missing(&old.values) <= missing(f.values) {
+            let missing = old.values.iter().filter(|x| x.is_none()).count();
+            if !replaces(missing, f.values) {
                 return;
             }
         }

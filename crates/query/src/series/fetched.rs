@@ -130,16 +130,20 @@ impl FetchedSet {
     }
 }
 
+/// Of two answers for one path graphite-web (`_merge_results`) keeps the more
+/// complete: a second one, `new`, replaces the first (with `old_missing` values
+/// missing) only when it has fewer missing values and is not empty.
+pub(crate) fn replaces(old_missing: usize, new: &[Option<f64>]) -> bool {
+    !new.is_empty() && new.iter().filter(|v| v.is_none()).count() < old_missing
+}
+
 impl Columns {
     fn put(&mut self, i: usize, f: FetchedRef<'_>) {
         let Some(span) = self.spans.get(i).copied() else {
             return;
         };
-        if span.at != NONE {
-            let missing = f.values.iter().filter(|v| v.is_none()).count();
-            if f.values.is_empty() || self.missing(span) <= missing {
-                return;
-            }
+        if span.at != NONE && !replaces(self.missing(span), f.values) {
+            return;
         }
         let at = self.values.len();
         self.values.reserve(f.values.len());

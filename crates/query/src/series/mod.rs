@@ -11,7 +11,7 @@
 //!   ([`Answer`]), for renderers.
 
 mod answer;
-mod fetched;
+pub(crate) mod fetched;
 mod options;
 mod tags;
 

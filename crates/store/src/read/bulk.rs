@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use crate::head::FrozenGen;
-use crate::read::{whisper_window, Scratch, SeriesView};
+use crate::read::{whisper_window, Fetched, Scratch, SeriesView};
 use crate::series::{ClassInfo, SeriesMeta};
 use crate::store::{Inner, Store};
 use crate::version::{RollState, Version};
@@ -132,15 +132,6 @@ const PARALLEL_MIN_POINTS: u64 = 500_000;
 /// Threads reading one plan at most (the caller's included).
 const MAX_READERS: usize = 4;
 
-/// A series read by a helper thread, on its way to the caller's callback.
-struct Answer {
-    path: usize,
-    start: i64,
-    end: i64,
-    step: i64,
-    values: Vec<Option<f64>>,
-}
-
 /// What one series is read against; shared by consecutive series while unchanged.
 struct Snapshot {
     frozen: Vec<Arc<FrozenGen>>,
@@ -165,25 +156,28 @@ impl Inner {
         let mut chunks = plan.series.chunks(share);
         let own = chunks.next().unwrap_or(&[]);
         std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Answer>(64);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Fetched)>(64);
             for chunk in chunks {
                 let tx = tx.clone();
                 scope.spawn(move || {
                     self.read_series(chunk, plan, &mut |i, f| {
-                        let _ = tx.send(Answer {
-                            path: i,
-                            start: f.start,
-                            end: f.end,
-                            step: f.step,
-                            values: f.values.to_vec(),
-                        });
+                        let _ = tx.send((
+                            i,
+                            Fetched {
+                                start: f.start,
+                                end: f.end,
+                                step: f.step,
+                                values: f.values.to_vec(),
+                            },
+                        ));
                     });
                 });
             }
             drop(tx);
-            let deliver = |a: Answer, each: &mut dyn FnMut(usize, FetchedRef<'_>)| {
+            let deliver = |(i, a): (usize, Fetched),
+                           each: &mut dyn FnMut(usize, FetchedRef<'_>)| {
                 each(
-                    a.path,
+                    i,
                     FetchedRef {
                         start: a.start,
                         end: a.end,
