@@ -343,7 +343,7 @@ impl sumi_model::Sink for GatedSink {
                 .wait_timeout_while(open, Duration::from_secs(10), |open| !*open)
                 .unwrap();
         }
-        self.inner.append(batch)
+        sumi_model::Sink::append(self.inner.as_ref(), batch)
     }
 }
 
@@ -393,4 +393,64 @@ async fn a_slow_append_holds_up_only_its_own_connection() {
     drop((slow, fast));
     stop.send(true).unwrap();
     within("shutdown", task).await.unwrap();
+}
+
+/// Throttles the first append with a retry hint, then records the batch.
+struct ThrottledOnce {
+    inner: Arc<RecordingSink>,
+    hint: Duration,
+    attempts: parking_lot::Mutex<Vec<std::time::Instant>>,
+}
+
+impl sumi_model::Sink for ThrottledOnce {
+    fn append(
+        &self,
+        batch: &sumi_model::Batch,
+    ) -> Result<sumi_model::AppendOutcome, sumi_model::SinkError> {
+        let mut at = self.attempts.lock();
+        at.push(std::time::Instant::now());
+        if at.len() == 1 {
+            return Err(sumi_model::SinkError::Throttled {
+                retry_after: self.hint,
+                reason: "new series limit: test".into(),
+            });
+        }
+        drop(at);
+        sumi_model::Sink::append(self.inner.as_ref(), batch)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_batch_waits_as_long_as_the_sink_asks() {
+    let inner = RecordingSink::new();
+    let hint = Duration::from_millis(300);
+    let sink = Arc::new(ThrottledOnce {
+        inner: inner.clone(),
+        hint,
+        attempts: parking_lot::Mutex::new(Vec::new()),
+    });
+    // for_tests() retries after 1 ms, doubling up to 20 ms: only the hint explains a
+    // longer wait
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stats = Arc::new(IngestStats::default());
+    let (stop, rx) = watch::channel(false);
+    let task = tokio::spawn(serve_tcp(
+        listener,
+        sink.clone(),
+        PlaintextOptions::for_tests(),
+        stats.clone(),
+        rx,
+    ));
+    let mut c = TcpStream::connect(addr).await.unwrap();
+    c.write_all(b"t.a 1 100\nt.b 2 100\n").await.unwrap();
+    c.shutdown().await.unwrap();
+    let got = within("points after the throttle", inner.wait_for_points(2)).await;
+    assert_eq!(got, [rec("t.a", 100, 1.0), rec("t.b", 100, 2.0)]);
+    let at = sink.attempts.lock().clone();
+    assert_eq!(at.len(), 2, "one refusal, one retry");
+    assert!(at[1] - at[0] >= hint, "retried after {:?}", at[1] - at[0]);
+    stop.send(true).unwrap();
+    within("listener shutdown", task).await.unwrap();
+    assert_eq!(stats.snapshot().rejected_total(), 0);
 }

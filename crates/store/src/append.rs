@@ -422,6 +422,25 @@ mod tests {
         assert_eq!((0..100).filter(|_| b.take(later)).count(), 60);
         let mut unlimited = CreateBudget::new(0);
         assert!((0..10_000).all(|_| unlimited.take(t0)));
+        assert_eq!(unlimited.retry_after(), std::time::Duration::ZERO);
+    }
+
+    #[test]
+    fn create_budget_says_when_the_next_series_passes() {
+        let t0 = Instant::now();
+        let mut b = CreateBudget::new(120);
+        b.at = t0;
+        for _ in 0..120 {
+            assert!(b.take(t0));
+        }
+        assert!(!b.take(t0));
+        // one token every 0.5 s
+        assert_eq!(b.retry_after(), std::time::Duration::from_millis(500));
+        let later = t0 + std::time::Duration::from_millis(200);
+        assert!(!b.take(later));
+        let left = b.retry_after().as_secs_f64();
+        assert!((left - 0.3).abs() < 1e-9, "{left}");
+        assert!(b.take(later + b.retry_after()));
     }
 
     #[test]

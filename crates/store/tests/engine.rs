@@ -527,3 +527,37 @@ mod extremes {
         }
     }
 }
+
+#[test]
+fn the_new_series_budget_throttles_with_a_retry_hint() {
+    let dir = TempDir::new("throttle");
+    let clock = ManualClock::new(NOW);
+    let mut opts = options(dir.path(), rules("10s:1h", ""));
+    opts.max_new_series_per_minute = 2;
+    let store = open(&opts, &clock);
+    let b = batch(&[
+        ("t.a", NOW - 10, 1.0),
+        ("t.b", NOW - 10, 2.0),
+        ("t.c", NOW - 10, 3.0),
+    ]);
+    match store.append(&b) {
+        Err(sumi_model::SinkError::Throttled {
+            retry_after,
+            reason,
+        }) => {
+            // two a minute: the third series may come within 30 s
+            assert!(
+                retry_after > std::time::Duration::ZERO
+                    && retry_after <= std::time::Duration::from_secs(30),
+                "{retry_after:?}"
+            );
+            assert!(reason.starts_with("new series limit: "), "{reason}");
+        }
+        other => panic!("expected a throttled batch, got {other:?}"),
+    }
+    // nothing of the batch is visible, the series created so far stay
+    assert!(store
+        .fetch("t.a", NOW - 3600, NOW, NOW)
+        .is_none_or(|f| f.values.iter().all(Option::is_none)));
+    assert_eq!(metric(&store, "sumi_points_stored_total"), 0.0);
+}
