@@ -69,7 +69,7 @@ mod store;
 mod tagged;
 pub mod verify;
 mod version;
-mod wal;
+pub mod wal;
 
 #[cfg(test)]
 mod testutil;
