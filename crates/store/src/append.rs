@@ -3,7 +3,7 @@
 //! too new), one WAL record per batch, rows applied to the head under the append lock
 //! so that head order is WAL order, then the group commit.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -37,45 +37,6 @@ impl Store {
         })
     }
 }
-
-/// `max_new_series_per_minute` as a token bucket: full at the start, refilled evenly
-/// (limit / 60 a second), so a burst of up to a minute's budget passes at once.
-pub(crate) struct CreateBudget {
-    per_minute: u64,
-    tokens: f64,
-    at: Instant,
-}
-
-impl CreateBudget {
-    pub(crate) fn new(per_minute: u64) -> CreateBudget {
-        CreateBudget {
-            per_minute,
-            tokens: per_minute as f64,
-            at: Instant::now(),
-        }
-    }
-
-    /// Takes one creation from the budget; false when it is spent.
-    fn take(&mut self, now: Instant) -> bool {
-        if self.per_minute == 0 {
-            return true;
-        }
-        let cap = self.per_minute as f64;
-        let dt = now.saturating_duration_since(self.at).as_secs_f64();
-        self.at = self.at.max(now);
-        self.tokens = (self.tokens + dt * cap / 60.0).min(cap);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// When the series-limit warning was last logged (seconds on the monotonic clock
-/// since the first), so that a flood of refused names logs once per 10 s.
-static SERIES_LIMIT_LOGGED: AtomicU64 = AtomicU64::new(0);
 
 /// Where a point goes, or why not.
 enum Placed {
@@ -160,7 +121,7 @@ impl Inner {
                     continue;
                 }
                 None => {
-                    if !self.create_budget.lock().take(t) {
+                    if !self.admission.take_create(t) {
                         throttled = true;
                         break;
                     }
@@ -178,7 +139,7 @@ impl Inner {
             .series_created
             .fetch_add(created, Ordering::Relaxed);
         if refused > 0 {
-            log_series_limit(max, refused);
+            self.admission.log_series_limit(max, refused);
         }
         if throttled {
             return Err(StoreError::NewSeriesRate(format!(
@@ -197,7 +158,7 @@ impl Inner {
     /// and the store goes on: this returns `Err(Backpressure)`, the client sends the
     /// batch again, and rows already in the head are overwritten by the same values.
     pub(crate) fn append(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.admission.is_closed() {
             return Err(StoreError::Closed);
         }
         if let Some(e) = self.wal.failure() {
@@ -207,12 +168,10 @@ impl Inner {
         if batch.is_empty() {
             return Ok(out);
         }
-        self.disk.check(&self.metrics)?;
-        let held = (self.head_rows.load(Ordering::Relaxed)
-            + self.frozen_rows.load(Ordering::Relaxed))
-            * std::mem::size_of::<crate::head::Row>();
+        self.admission.check_disk(&self.metrics)?;
+        let held = self.head.held_bytes();
         if held > self.opts.flush_bytes.saturating_mul(4) {
-            self.wake.notify_all();
+            self.workers.wake();
             return Err(StoreError::Backpressure(format!(
                 "the head holds {held} bytes, four times flush_bytes: flushes are failing or far behind"
             )));
@@ -275,8 +234,8 @@ impl Inner {
         encode_points(&points, &mut payload);
 
         let lsn = {
-            let mut ap = self.append.lock();
-            if self.closed.load(Ordering::Acquire) {
+            let mut ap = self.head.lock_append();
+            if self.admission.is_closed() {
                 return Err(StoreError::Closed);
             }
             // late points into partitions whose rollup has started make them dirty
@@ -291,27 +250,10 @@ impl Inner {
                 }
             }
             if roll_changed {
-                *self.roll_view.write() = Arc::new(ap.roll.clone());
+                self.parts.publish_roll(&ap.roll);
             }
             let lsn = self.wal.enqueue(&payload)?;
-            let n = self.shards.len();
-            if n == 1 {
-                let mut h = self.shards[0].write();
-                for (p, &c) in points.iter().zip(&classes) {
-                    h.push(p.series, c, p.level, p.slot, p.value);
-                }
-            } else {
-                for (s, shard) in self.shards.iter().enumerate() {
-                    let mut h = None;
-                    for (p, &c) in points.iter().zip(&classes) {
-                        if p.series as usize % n == s {
-                            h.get_or_insert_with(|| shard.write())
-                                .push(p.series, c, p.level, p.slot, p.value);
-                        }
-                    }
-                }
-            }
-            self.head_rows.fetch_add(points.len(), Ordering::Relaxed);
+            self.head.push(&ap, &points, &classes);
             lsn
         };
         self.wal.commit(lsn)?;
@@ -320,31 +262,10 @@ impl Inner {
             .points_stored
             .fetch_add(out.accepted, Ordering::Relaxed);
         self.metrics.appends.fetch_add(1, Ordering::Relaxed);
-        if self.head_rows.load(Ordering::Relaxed) * std::mem::size_of::<crate::head::Row>()
-            >= self.opts.flush_bytes
-        {
-            self.wake.notify_all();
+        if self.head.active_bytes() >= self.opts.flush_bytes {
+            self.workers.wake();
         }
         Ok(out)
-    }
-}
-
-/// Logs refused new series at most once per 10 s.
-fn log_series_limit(max: usize, refused: u64) {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let now = START.get_or_init(Instant::now).elapsed().as_secs() + 10;
-    let last = SERIES_LIMIT_LOGGED.load(Ordering::Relaxed);
-    if now >= last + 10
-        && SERIES_LIMIT_LOGGED
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    {
-        tracing::warn!(
-            max_series = max,
-            refused,
-            "new series refused: the store holds max_series series \
-             (counted in sumi_points_rejected_total{{reason=\"series_limit\"}})"
-        );
     }
 }
 
@@ -374,25 +295,6 @@ mod tests {
             Placed::At { level, slot } => Some((level, slot)),
             _ => None,
         }
-    }
-
-    #[test]
-    fn create_budget_refills_evenly() {
-        let t0 = Instant::now();
-        let mut b = CreateBudget::new(60);
-        b.at = t0;
-        for _ in 0..60 {
-            assert!(b.take(t0));
-        }
-        assert!(!b.take(t0), "a minute's budget is spent");
-        assert!(!b.take(t0 + std::time::Duration::from_millis(500)));
-        assert!(b.take(t0 + std::time::Duration::from_millis(1100)));
-        assert!(!b.take(t0 + std::time::Duration::from_millis(1100)));
-        // never more than a minute's worth, however long it rested
-        let later = t0 + std::time::Duration::from_secs(3600);
-        assert_eq!((0..100).filter(|_| b.take(later)).count(), 60);
-        let mut unlimited = CreateBudget::new(0);
-        assert!((0..10_000).all(|_| unlimited.take(t0)));
     }
 
     #[test]
