@@ -31,6 +31,7 @@ impl Admission {
         }
     }
 
+    #[inline]
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -41,11 +42,13 @@ impl Admission {
     }
 
     /// `Err(Backpressure)` while the disk is below the reserve.
+    #[inline]
     pub(crate) fn check_disk(&self, metrics: &Metrics) -> Result<(), StoreError> {
         self.disk.check(metrics)
     }
 
     /// Takes one series creation from the budget; false when it is spent.
+    #[inline]
     pub(crate) fn take_create(&self, now: Instant) -> bool {
         self.create_budget.lock().take(now)
     }

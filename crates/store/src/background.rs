@@ -31,6 +31,7 @@ impl Workers {
     }
 
     /// Wakes every thread (work is due, or the store is stopping).
+    #[inline]
     pub(crate) fn wake(&self) {
         self.wake.notify_all();
     }

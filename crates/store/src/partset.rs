@@ -68,12 +68,14 @@ impl PartSet {
     }
 
     /// The published version.
+    #[inline]
     pub(crate) fn current(&self) -> Arc<Version> {
         self.version.read().clone()
     }
 
     /// The published version under its read lock, for a reader that compares it with
     /// what it holds before cloning.
+    #[inline]
     pub(crate) fn current_guard(&self) -> RwLockReadGuard<'_, Arc<Version>> {
         self.version.read()
     }
@@ -89,17 +91,20 @@ impl PartSet {
     }
 
     /// The published roll state.
+    #[inline]
     pub(crate) fn roll(&self) -> Arc<RollState> {
         self.roll.read().clone()
     }
 
     /// The published roll state under its read lock.
+    #[inline]
     pub(crate) fn roll_guard(&self) -> RwLockReadGuard<'_, Arc<RollState>> {
         self.roll.read()
     }
 
     /// Publishes the roll state (the caller holds the append lock, which guards the
     /// master copy `roll` is taken from).
+    #[inline]
     pub(crate) fn publish_roll(&self, roll: &RollState) {
         *self.roll.write() = Arc::new(roll.clone());
     }

@@ -37,7 +37,7 @@ use crate::{fsutil, StoreError, StoreOptions};
 ///
 /// | # | lock | kind | guards | taken under it |
 /// |---|------|------|--------|----------------|
-/// | 1 | `Store::close_result` | mutex | the first `close`'s result | 2, then 3 and below (the final flush) |
+/// | 1 | `Store::close_result` | mutex | the first `close`'s result | 15 and 2 (stopping the workers), then 4 and below (the final flush and WAL sync) |
 /// | 2 | `Workers::threads` | mutex | the join handles | none (joins threads that take 3 and below) |
 /// | 3 | `PartSet::maint_lock` | mutex | one compaction, rollup or retention at a time | 4 and below (a rollup flushes first) |
 /// | 4 | `PartSet::flush_lock` | mutex | one freeze + flush at a time | 5 and below |

@@ -58,10 +58,12 @@ impl Head {
     }
 
     /// Takes the append lock.
+    #[inline]
     pub(crate) fn lock_append(&self) -> MutexGuard<'_, AppendState> {
         self.append.lock()
     }
 
+    #[inline]
     pub(crate) fn shard_of(&self, id: u32) -> &RwLock<HeadBuf> {
         let n = self.shards.len().max(1);
         &self.shards[id as usize % n]
@@ -69,6 +71,7 @@ impl Head {
 
     /// Applies accepted points (the caller holds the append lock, and has enqueued
     /// their WAL record under it); `classes[i]` is the class of `points[i]`.
+    #[inline]
     pub(crate) fn push(&self, _ap: &AppendState, points: &[WalPoint], classes: &[u16]) {
         let n = self.shards.len();
         if n == 1 {
@@ -91,16 +94,19 @@ impl Head {
     }
 
     /// Rows in the active head.
+    #[inline]
     pub(crate) fn rows(&self) -> usize {
         self.rows.load(Ordering::Relaxed)
     }
 
     /// Bytes of rows in the active head.
+    #[inline]
     pub(crate) fn active_bytes(&self) -> usize {
         self.rows() * std::mem::size_of::<Row>()
     }
 
     /// Bytes of rows in the active head and the frozen generations together.
+    #[inline]
     pub(crate) fn held_bytes(&self) -> usize {
         (self.rows() + self.frozen_rows.load(Ordering::Relaxed)) * std::mem::size_of::<Row>()
     }
