@@ -197,6 +197,9 @@ impl Inner {
         Ok(true)
     }
 
+    /// A run of parts to merge: in the partition (and kind) with the most parts, all of
+    /// a closed partition's (up to eight) or an open one's most balanced run once it has
+    /// more than `max_parts_per_partition`.
     fn pick_merge(&self) -> Option<Job> {
         let version = self.parts.current();
         let now = self.now();

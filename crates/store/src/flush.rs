@@ -21,7 +21,7 @@ use crate::StoreError;
 
 impl Inner {
     /// Freezes the active head when it holds rows; returns whether it did.
-    pub(crate) fn freeze(&self) -> Result<bool, StoreError> {
+    fn freeze(&self) -> Result<bool, StoreError> {
         let mut ap = self.head.lock_append();
         if self.head.is_empty(&ap) {
             ap.last_freeze = Instant::now();
@@ -35,7 +35,7 @@ impl Inner {
     }
 
     /// True when the active head is due for a flush (by size or by age).
-    pub(crate) fn flush_due(&self) -> bool {
+    fn flush_due(&self) -> bool {
         if self.head.rows() == 0 {
             return false;
         }
