@@ -32,8 +32,8 @@ use crate::{fsutil, StoreError, StoreOptions};
 /// # Locks
 ///
 /// Every lock of the store, in the order they may be taken: a thread holding one may
-/// take only locks below it (a lock with no other below it is a leaf). Locks of one row
-/// are never held together unless said.
+/// take only locks below it (a leaf takes none). Of the shard locks, only `freeze` holds
+/// several at once, taking them in index order.
 ///
 /// | # | lock | kind | guards | taken under it |
 /// |---|------|------|--------|----------------|
