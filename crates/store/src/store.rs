@@ -303,7 +303,7 @@ impl Store {
 
     /// True while the store takes writes.
     pub fn is_healthy(&self) -> bool {
-        !self.inner.admission.is_closed() && self.inner.wal.failure().is_none()
+        self.inner.is_healthy()
     }
 
     /// Runs every background job once, now: freezes and flushes the head, rolls up
@@ -489,6 +489,11 @@ impl Inner {
         (frozen, version)
     }
 
+    /// Open and with a WAL that takes writes.
+    fn is_healthy(&self) -> bool {
+        !self.admission.is_closed() && self.wal.failure().is_none()
+    }
+
     pub(crate) fn now(&self) -> i64 {
         self.clock.now()
     }
@@ -526,7 +531,7 @@ impl Inner {
         }
         g.parts = by_level;
         g.dirty_partitions = self.parts.roll().dirty_count() as u64;
-        g.healthy = !self.admission.is_closed() && self.wal.failure().is_none();
+        g.healthy = self.is_healthy();
         g
     }
 }
