@@ -4,7 +4,7 @@
 //! store: two stores in a process budget and log independently.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -47,10 +47,16 @@ impl Admission {
         self.disk.check(metrics)
     }
 
-    /// Takes one series creation from the budget; false when it is spent.
+    /// Takes one series creation from the budget; when it is spent, `Err` with the time
+    /// until it lets one through.
     #[inline]
-    pub(crate) fn take_create(&self, now: Instant) -> bool {
-        self.create_budget.lock().take(now)
+    pub(crate) fn take_create(&self, now: Instant) -> Result<(), Duration> {
+        let mut budget = self.create_budget.lock();
+        if budget.take(now) {
+            Ok(())
+        } else {
+            Err(budget.retry_after())
+        }
     }
 
     /// Logs refused new series, at most once per 10 s; returns whether it logged.
@@ -100,6 +106,15 @@ impl CreateBudget {
         } else {
             false
         }
+    }
+
+    /// How long until [`take`](Self::take) succeeds again, from its last call.
+    fn retry_after(&self) -> Duration {
+        if self.per_minute == 0 {
+            return Duration::ZERO;
+        }
+        let missing = (1.0 - self.tokens).max(0.0);
+        Duration::from_secs_f64(missing * 60.0 / self.per_minute as f64)
     }
 }
 

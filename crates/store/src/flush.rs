@@ -23,6 +23,9 @@ impl Inner {
     /// Freezes the active head when it holds rows; returns whether it did.
     fn freeze(&self) -> Result<bool, StoreError> {
         let mut ap = self.head.lock_append();
+        // records already in the WAL reach the head first, so that the frozen rows are
+        // exactly the records below the new segment
+        self.wal.wait_applied();
         if self.head.is_empty(&ap) {
             ap.last_freeze = Instant::now();
             return Ok(false);

@@ -2,13 +2,15 @@
 //! time-partitioned parts, with whisper-identical placement, rollups and retention.
 //!
 //! The write path, in the order a point takes it:
-//! - [`append`](crate::append) (the [`sumi_ingest::Sink`] impl): names to series ids,
-//!   each point to its level and slot, one WAL record per batch, rows into the head.
+//! - [`append`](crate::append) (the [`sumi_model::Sink`] impl): names to series ids,
+//!   each point to its level and slot, one WAL record per batch, rows into the head
+//!   once the record is written, in WAL order.
 //! - `admission`: what may refuse a batch before the WAL sees it (closed, disk below
 //!   its reserve, the new-series budget).
 //! - `series`: the index (arena-interned names, a hash table, the metric tree) and its
 //!   append-only `series.log`.
-//! - `wal`: segments, group commit, fsync policy, replay.
+//! - `wal`: segments, group commit, fsync policy, the turns that order the head,
+//!   replay.
 //! - `head`: per-shard raw rows, searchable at once through per-series links, and the
 //!   frozen generations waiting for a flush.
 //! - `flush`: frozen head generations → parts; `part`: the part format, writer and

@@ -32,37 +32,40 @@ use crate::{fsutil, StoreError, StoreOptions};
 /// # Locks
 ///
 /// Every lock of the store, in the order they may be taken: a thread holding one may
-/// take only locks below it (a leaf takes none). Of the shard locks, only `freeze` holds
-/// several at once, taking them in index order.
+/// take only locks below it (a leaf takes none).
 ///
 /// | # | lock | kind | guards | taken under it |
 /// |---|------|------|--------|----------------|
-/// | 1 | `Store::close_result` | mutex | the first `close`'s result | 15 and 2 (stopping the workers), then 4 and below (the final flush and WAL sync) |
+/// | 1 | `Store::close_result` | mutex | the first `close`'s result | 16 and 2 (stopping the workers), then 4 and below (the final flush and WAL sync) |
 /// | 2 | `Workers::threads` | mutex | the join handles | none (joins threads that take 3 and below) |
 /// | 3 | `PartSet::maint_lock` | mutex | one compaction, rollup or retention at a time | 4 and below (a rollup flushes first) |
 /// | 4 | `PartSet::flush_lock` | mutex | one freeze + flush at a time | 5 and below |
-/// | 5 | `Head::append` | mutex | head order = WAL order; the roll state's master copy | 6 and below |
-/// | 6 | `PartSet::edit` | mutex | the version edit and manifest write | 11, 12, 13 (one at a time) |
+/// | 5 | `Head::append` | mutex | WAL order = append order; the roll state's master copy | 6 and below |
+/// | 6 | `PartSet::edit` | mutex | the version edit and manifest write | 12, 13, 14 (one at a time) |
 /// | 7 | `Inner::index` | rwlock | the series index (names, tree, tags, `series.log`) | 8 (write lock only) |
 /// | 8 | `Admission::create_budget` | mutex | the new-series token bucket | leaf |
-/// | 9 | `Wal::state` | mutex (+ condvar) | the queue, the segment, the LSNs | leaf |
-/// | 10 | `Head::shards[i]` | rwlock each | one shard's rows; `freeze` takes all, in index order | 11, 12, 13 |
-/// | 11 | `Head::frozen` | rwlock | the frozen generations | 12, 13 |
-/// | 12 | `PartSet::version` | rwlock | the published version | 13 |
-/// | 13 | `PartSet::roll` | rwlock | the published roll state | leaf |
-/// | 14 | `PartSet::purge_checked` | mutex | parts found free of deleted series | leaf (under 3) |
-/// | 15 | `Workers::stop` | mutex (+ condvar) | the stop flag | leaf |
+/// | 9 | a WAL record's turn (`Wal::turn` until its `Turn` drops) | ticket, in LSN order | head order = WAL order; a record whose write failed is never applied | 11, then 10 to end the turn |
+/// | 10 | `Wal::state` | mutex (+ 2 condvars) | the queue, the segment, the LSNs, the applied mark | leaf |
+/// | 11 | `Head::shards[i]` | rwlock each | one shard's rows | 12, 13, 14 |
+/// | 12 | `Head::frozen` | rwlock | the frozen generations | 13, 14 |
+/// | 13 | `PartSet::version` | rwlock | the published version | 14 |
+/// | 14 | `PartSet::roll` | rwlock | the published roll state | leaf |
+/// | 15 | `PartSet::purge_checked` | mutex | parts found free of deleted series | leaf (under 3) |
+/// | 16 | `Workers::stop` | mutex (+ condvar) | the stop flag | leaf |
 ///
-/// Where each order is used: an append holds 5 while it reads 7, publishes 13, enqueues
-/// into 9 and writes 10; a freeze holds 4 then 5 while it rotates 9 and swaps 10 into
-/// 11; a flush holds 4 then 6 while it reads and publishes 12 and drops the generation
-/// from 11; a rollup holds 3, then 5 (to move a horizon and publish 13), then 4 (the
-/// flush), then 5 and 6 together to install its parts; compaction and retention hold 3,
-/// then 6 to install. Readers take a shard's read lock, then 11, 12 and 13 (cloning each,
-/// or holding all three in `read_plan`), so a flush that moves rows from a frozen
-/// generation into parts is never seen half-done; they read 7 before and release it.
-/// The series log has no lock of its own (it is written under 7's write lock; the WAL
-/// fsyncs it through an atomic flag); the disk guard and the metrics are atomics.
+/// Where each order is used: an append holds 5 while it reads 7, publishes 14 and
+/// enqueues into 10; then, holding no lock, it waits for its write and for its turn (9),
+/// and applies its rows to 11 during the turn. A freeze holds 4 then 5 while it waits
+/// for every queued record's turn to end (`Wal::wait_applied`), rotates 10 and swaps
+/// every 11 (held together, in index order) into 12. A flush holds 4 then 6 while it
+/// reads and publishes 13 and drops the generation from 12. A rollup holds 3, then 5
+/// (to move a horizon and publish 14), then 4 (the flush), then 5 and 6 together to
+/// install its parts; compaction and retention hold 3, then 6 to install. Readers take
+/// a shard's read lock, then 12, 13 and 14 (cloning each, or holding all three in
+/// `read_plan`), so a flush that moves rows from a frozen generation into parts is never
+/// seen half-done; they read 7 before and release it. The series log has no lock of its
+/// own (it is written under 7's write lock; the WAL fsyncs it through an atomic flag);
+/// the disk guard and the metrics are atomics.
 pub(crate) struct Inner {
     pub(crate) opts: StoreOptions,
     clock: Arc<dyn Clock>,

@@ -3,9 +3,11 @@
 //!
 //! - [`buf`]: one shard's rows (`HeadBuf`) and a frozen generation (`FrozenGen`).
 //!
-//! The append lock is the head's: it makes head order WAL order (an appender enqueues
-//! its WAL record and applies its rows under it) and guards the master copy of the roll
-//! state, which appends mark dirty. See [`crate::store`] for the lock order.
+//! The append lock is the head's: an appender enqueues its WAL record under it, so WAL
+//! order is the order of appends, and it guards the master copy of the roll state, which
+//! appends mark dirty. The rows reach the shards later, once the record is written, in
+//! WAL order (during the record's [`Turn`]). See [`crate::store::Inner`] for the lock
+//! order.
 
 mod buf;
 
@@ -20,6 +22,7 @@ pub(crate) use buf::{key_level, key_slot, FrozenGen, HeadBuf, Row};
 use crate::metrics::Gauges;
 use crate::version::RollState;
 use crate::wal::record::WalPoint;
+use crate::wal::Turn;
 
 /// State changed only under the append lock.
 pub(crate) struct AppendState {
@@ -69,10 +72,11 @@ impl Head {
         &self.shards[id as usize % n]
     }
 
-    /// Applies accepted points (the caller holds the append lock, and has enqueued
-    /// their WAL record under it); `classes[i]` is the class of `points[i]`.
+    /// Applies accepted points whose WAL record is written (the caller holds the
+    /// record's turn, so rows arrive in WAL order); `classes[i]` is the class of
+    /// `points[i]`.
     #[inline]
-    pub(crate) fn push(&self, _ap: &AppendState, points: &[WalPoint], classes: &[u16]) {
+    pub(crate) fn push(&self, _turn: &Turn<'_>, points: &[WalPoint], classes: &[u16]) {
         let n = self.shards.len();
         if n == 1 {
             let mut h = self.shards[0].write();
