@@ -50,6 +50,7 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use chrono_tz::Tz;
 use sumi_ingest::IngestStats;
+use sumi_model::Sink;
 use sumi_query::Registry;
 use sumi_store::Store;
 
@@ -59,6 +60,9 @@ use crate::source::{QueryLimits, StoreSource};
 /// What every handler shares.
 pub struct AppState {
     pub store: Arc<Store>,
+    /// Where points posted over HTTP go (the ingest routes, GrowthForecast): the store,
+    /// through the same seam the carbon listeners use.
+    pub sink: Arc<dyn Sink>,
     pub source: StoreSource,
     /// What one `/render` request may read (default: [`QueryLimits::default`]).
     pub limits: QueryLimits,
@@ -99,10 +103,11 @@ impl AppState {
     ) -> Result<AppState, HttpConfigError> {
         let tz = sumi_query::attime::lookup_timezone(default_tz)
             .ok_or_else(|| HttpConfigError::TimeZone(default_tz.to_string()))?;
-        let sink: Arc<dyn sumi_ingest::Sink> = store.clone();
-        let gf = growthforecast::Gf::open(data_dir, sink, gf_series)?;
+        let sink: Arc<dyn Sink> = store.clone();
+        let gf = growthforecast::Gf::open(data_dir, sink.clone(), gf_series)?;
         Ok(AppState {
             gf,
+            sink,
             source: StoreSource::new(store.clone()),
             limits: QueryLimits::default(),
             store,

@@ -244,7 +244,7 @@ pub(crate) async fn run(config: Config, mut shutdown: watch::Receiver<bool>) -> 
         allow: config.carbon_allow.clone(),
         ..PlaintextOptions::default()
     };
-    let sink: Arc<dyn sumi_ingest::Sink> = store.clone();
+    let sink: Arc<dyn sumi_model::Sink> = store.clone();
     let (ingest_stop_tx, ingest_stop) = watch::channel(false);
     let mut ingest_tasks = Vec::new();
     ingest_tasks.push(tokio::spawn(sumi_ingest::serve_tcp(
