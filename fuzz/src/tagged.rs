@@ -1,4 +1,4 @@
-//! Fuzz target for tagged series names (`sumi_ingest::tagged`), which every plaintext,
+//! Fuzz target for tagged series names (`sumi_model::tagged`), which every plaintext,
 //! pickle and relay-forwarded name holding a `;` goes through before it is stored.
 //!
 //! [`tagged_name`] gives the input (lossy UTF-8) to `canonical_name`. Accepted
@@ -12,7 +12,7 @@
 
 use std::borrow::Cow;
 
-use sumi_ingest::tagged::{canonical_name, sort_unique, validate};
+use sumi_model::tagged::{canonical_name, sort_unique, validate};
 
 /// One name.
 pub fn tagged_name(data: &[u8]) {

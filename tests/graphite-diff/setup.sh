@@ -46,6 +46,12 @@ if got != want:
 EOF
 }
 
+# One builder at a time: the server's differential test and sumi-query's reference
+# tests may run this at once, and a rebuild starts by removing the venv.
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9 || die "cannot lock $venv.lock"
+
 want="$(sha256sum "$reqs" | cut -d' ' -f1)"
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     if err="$(check_imports 2>&1)"; then

@@ -53,6 +53,7 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use chrono_tz::Tz;
 use sumi_ingest::IngestStats;
+use sumi_model::Sink;
 use sumi_query::Registry;
 use sumi_store::Store;
 
@@ -62,6 +63,9 @@ use crate::source::{QueryLimits, StoreSource};
 /// What every handler shares, built once by [`AppState::new`].
 pub struct AppState {
     pub store: Arc<Store>,
+    /// Where points posted over HTTP go (the ingest routes, GrowthForecast): the store,
+    /// through the same seam the carbon listeners use.
+    pub sink: Arc<dyn Sink>,
     pub source: StoreSource,
     /// What one `/render` request may read.
     pub limits: QueryLimits,
@@ -124,10 +128,11 @@ impl AppState {
     ) -> Result<AppState, HttpConfigError> {
         let tz = sumi_query::attime::lookup_timezone(&options.timezone)
             .ok_or_else(|| HttpConfigError::TimeZone(options.timezone.clone()))?;
-        let sink: Arc<dyn sumi_ingest::Sink> = store.clone();
-        let gf = growthforecast::Gf::open(data_dir, sink, gf_series)?;
+        let sink: Arc<dyn Sink> = store.clone();
+        let gf = growthforecast::Gf::open(data_dir, sink.clone(), gf_series)?;
         Ok(AppState {
             gf,
+            sink,
             source: StoreSource::new(store.clone()),
             limits: options.limits,
             store,

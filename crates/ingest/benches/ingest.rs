@@ -34,11 +34,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sumi_ingest::frame::{Frame, LineReader};
-use sumi_ingest::{
-    parse_line, serve_tcp, AppendMode, AppendOutcome, IngestStats, PlaintextOptions, Sink,
-    SinkError,
-};
-use sumi_model::Batch;
+use sumi_ingest::{parse_line, serve_tcp, AppendMode, IngestStats, PlaintextOptions};
+use sumi_model::{AppendOutcome, Batch, Sink, SinkError};
 
 const METRICS: [&str; 20] = [
     "cpu.user",

@@ -47,10 +47,9 @@ use sumi_ingest::frame::{Frame, LineReader};
 use sumi_ingest::pickle::{FrameReader, FrameStatus, PickleLimits, Unpickler};
 use sumi_ingest::{
     decode_remote_write, parse_json_bulk, parse_line, serve_pickle, serve_tcp, AppendMode,
-    AppendOutcome, BulkLimits, IngestStats, LocalCounts, PickleOptions, PlaintextOptions, Sink,
-    SinkError, WriteLimits,
+    BulkLimits, IngestStats, LocalCounts, PickleOptions, PlaintextOptions, WriteLimits,
 };
-use sumi_model::Batch;
+use sumi_model::{AppendOutcome, Batch, Sink, SinkError};
 
 const METRICS: [&str; 20] = [
     "cpu.user",

@@ -3,7 +3,8 @@
 //! The path is layered as in VictoriaMetrics, one module per layer:
 //!
 //! - [`listen`]: sockets. [`serve_tcp`], [`serve_pickle`] and [`serve_udp`] take bound
-//!   sockets, read, and hand batches to the [`Sink`] with back-pressure.
+//!   sockets, read, and hand batches to the [`Sink`](sumi_model::Sink) with
+//!   back-pressure (the contract lives in `sumi_model::sink`, shared with the store).
 //! - [`frame`]: lines out of a byte stream ([`frame::LineReader`]) or a datagram
 //!   ([`frame::datagram_lines`]); over-long lines skipped, never buffered.
 //! - [`plaintext`]: a pure parser of one carbon line ([`parse_line`]), exactly as
@@ -14,8 +15,8 @@
 //!   all or nothing, gzip/deflate allowed.
 //! - [`remote_write`]: Prometheus remote write 1.0 ([`decode_remote_write`]), labels
 //!   mapped to Graphite tags.
-//! - [`tagged`]: Graphite tagged names (`name;k=v`) in carbon's canonical form.
-//! - [`sink`]: the ingest → store contract.
+//! - Graphite tagged names (`name;k=v`) are put in carbon's canonical form with
+//!   [`sumi_model::tagged`], the grammar the store and the query read tags with.
 //! - [`stats`]: counters by reason ([`IngestStats`]), their Prometheus text, and the
 //!   rate-limited log of bad lines.
 //! - [`options`]: [`PlaintextOptions`], [`PickleOptions`], every default with its
@@ -33,14 +34,11 @@ pub mod options;
 pub mod pickle;
 pub mod plaintext;
 pub mod remote_write;
-pub mod sink;
 pub mod stats;
-pub mod tagged;
 
 pub use json_bulk::{parse_json_bulk, BulkError, BulkLimits, BulkOutcome};
 pub use listen::{serve_pickle, serve_tcp, serve_udp, ShutdownSignal};
 pub use options::{AppendMode, PickleOptions, PlaintextOptions};
 pub use plaintext::{parse_line, LineError, ParsedLine};
 pub use remote_write::{decode_remote_write, WriteError, WriteLimits, WriteOutcome};
-pub use sink::{AppendOutcome, Sink, SinkError};
 pub use stats::{IngestStats, LocalCounts, Reason, StatsSnapshot};

@@ -10,7 +10,7 @@ use crate::frame::DEFAULT_MAX_LINE_BYTES;
 use crate::listen::allow::SourceAllowlist;
 use crate::pickle::PickleLimits;
 
-/// How [`crate::listen`] calls the synchronous [`crate::Sink::append`].
+/// How [`crate::listen`] calls the synchronous [`Sink::append`](sumi_model::Sink::append).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppendMode {
     /// Call it on the connection's task. Cheapest; right when an append is short.

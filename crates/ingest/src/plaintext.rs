@@ -75,7 +75,7 @@ pub enum LineError {
     Name(#[from] NameError),
     /// A tagged name carbon cannot parse.
     #[error("tagged metric name: {0}")]
-    Tags(#[from] crate::tagged::TagError),
+    Tags(#[from] sumi_model::tagged::TagError),
 }
 
 impl LineError {
@@ -120,7 +120,7 @@ pub fn parse_line(line: &[u8], now: i64) -> Result<ParsedLine<'_>, LineError> {
     };
     let n = normalize(name.as_bytes())?;
     Ok(ParsedLine {
-        name: crate::tagged::canonical_name(n.path)?,
+        name: sumi_model::tagged::canonical_name(n.path)?,
         ts,
         value,
         name_changed: n.dropped_empty_nodes,

@@ -328,11 +328,11 @@ struct GatedSink {
     waiting: std::sync::atomic::AtomicBool,
 }
 
-impl sumi_ingest::Sink for GatedSink {
+impl sumi_model::Sink for GatedSink {
     fn append(
         &self,
         batch: &sumi_model::Batch,
-    ) -> Result<sumi_ingest::AppendOutcome, sumi_ingest::SinkError> {
+    ) -> Result<sumi_model::AppendOutcome, sumi_model::SinkError> {
         if batch.iter().any(|(name, _)| name.starts_with("slow")) {
             self.waiting
                 .store(true, std::sync::atomic::Ordering::SeqCst);

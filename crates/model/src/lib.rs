@@ -8,6 +8,10 @@
 //! - [`schema`]: retention archives and the two carbon config files
 //!   (`storage-schemas.conf`, `storage-aggregation.conf`) with carbon's matching rules.
 //! - [`point`]: a timestamped value and the batch that crosses the ingest → store seam.
+//! - [`sink`]: that seam, the [`Sink`] trait and its contract: what `Ok` promises, and
+//!   what a [`SinkError`] tells the producer (throttled, unavailable, closed).
+//! - [`tagged`]: carbon's grammar of tagged names (`name;tag=value`), its canonical form
+//!   and how tags are read out of a name.
 
 pub mod agg;
 pub mod clock;
@@ -15,6 +19,8 @@ pub mod glob;
 pub mod name;
 pub mod point;
 pub mod schema;
+pub mod sink;
+pub mod tagged;
 
 pub use agg::AggMethod;
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -23,3 +29,4 @@ pub use schema::{
     AggregationOverride, Archive, Retention, SeriesConfig, SeriesRules, StorageAggregation,
     StorageSchemas,
 };
+pub use sink::{AppendOutcome, Sink, SinkError};

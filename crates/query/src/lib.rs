@@ -10,8 +10,9 @@
 //!   ([`source`]) and calling [`functions`] from a [`Registry`].
 //! - [`series`]: the series type and its consolidation (`values_per_point`).
 //!
-//! Also: [`memory`], an in-memory source for tests; [`py`], the Python conversions whose
-//! exact results graphite-web's output depends on; [`QueryError`], this crate's errors.
+//! Also: [`memory`], an in-memory source for tests; [`py`], Python reproduced where
+//! graphite-web's results depend on it (number spelling and formatting, sorting,
+//! rounding, regular expressions); [`QueryError`], this crate's errors.
 //!
 //! Nothing here knows HTTP or output formats; `sumi-render` writes the results.
 
@@ -22,6 +23,8 @@ pub mod functions;
 pub mod grammar;
 pub mod memory;
 pub mod py;
+#[cfg(test)]
+mod reference;
 pub mod series;
 pub mod source;
 

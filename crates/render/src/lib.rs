@@ -1,5 +1,6 @@
-//! Render: series and find results in, bytes of the requested format out — as
-//! graphite-web 1.1.10 writes them, byte for byte. Pure: no I/O, no clocks.
+//! Render: series and find results in, bytes of the requested format out — the text
+//! and binary formats byte for byte as graphite-web 1.1.10 writes them, graph images
+//! as it draws them. Pure: no I/O, no clocks.
 //!
 //! - [`series_json`]: `/render?format=json` (with `maxDataPoints`, `noNullPoints`,
 //!   `pretty`, `jsonp`).
@@ -9,10 +10,12 @@
 //! - [`pickle`], [`msgpack`]: `format=pickle|msgpack` of `/render` and `/metrics/find`,
 //!   graphite-web's cluster protocol.
 //! - [`functions`]: `/functions`, the function definitions as JSON.
+//! - [`graph`]: `format=png|svg` graph images as graphite-web draws them, and the
+//!   rrdtool look the GrowthForecast UI's graphs use.
 //! - `json` (private): a writer with Python `json.dumps`'s exact layout.
 //!
-//! Numbers are written as Python writes floats (`repr`: `42.0`, `1e-05`, `1e+16`)
-//! from `sumi_query::py`.
+//! Numbers are written as Python writes floats (`repr`: `42.0`, `1e-05`, `1e+16`;
+//! `%g` on graph labels), with `sumi_query::py`.
 
 mod json;
 

@@ -33,7 +33,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sumi_http::reqstats::HttpStats;
-use sumi_ingest::{IngestStats, Sink};
+use sumi_ingest::IngestStats;
+use sumi_model::Sink;
 use sumi_model::{Batch, Clock, SystemClock};
 use sumi_store::Store;
 use tokio::sync::watch;

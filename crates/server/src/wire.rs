@@ -113,7 +113,7 @@ pub(crate) fn start(
         allow: config.carbon_allow.clone(),
         ..PlaintextOptions::default()
     };
-    let sink: Arc<dyn sumi_ingest::Sink> = store.clone();
+    let sink: Arc<dyn sumi_model::Sink> = store.clone();
     let (ingest_stop, ingest_stopped) = watch::channel(false);
     let mut ingest = Vec::new();
     ingest.push(tokio::spawn(sumi_ingest::serve_tcp(

@@ -9,8 +9,8 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sumi_ingest::Sink;
 use sumi_model::glob::PathPattern;
+use sumi_model::Sink;
 use sumi_model::{Batch, ManualClock, SeriesRules, StorageAggregation, StorageSchemas};
 use sumi_store::{FsyncPolicy, Store, StoreOptions};
 

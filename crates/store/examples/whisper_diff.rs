@@ -13,7 +13,7 @@
 //! `N` for none, or `None`).
 use std::io::BufRead;
 use std::sync::Arc;
-use sumi_ingest::Sink;
+use sumi_model::Sink;
 use sumi_model::{Batch, ManualClock, SeriesRules, StorageAggregation, StorageSchemas};
 use sumi_store::{Store, StoreOptions};
 

@@ -77,7 +77,7 @@ impl Store {
 mod tests {
     use std::sync::Arc;
 
-    use sumi_ingest::Sink;
+    use sumi_model::Sink;
     use sumi_model::{Batch, ManualClock};
 
     use crate::testutil::TempDir;

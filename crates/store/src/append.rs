@@ -1,14 +1,14 @@
 //! The write path: names → series ids (creating series, logged before use), each point
 //! placed at its level and slot like whisper's `update_many` (or refused as too old or
-//! too new), one WAL record per batch, rows applied to the head under the append lock
-//! so that head order is WAL order, then the group commit.
+//! too new), one WAL record per batch queued under the append lock, the group commit,
+//! and only then the rows applied to the head, in WAL order: a batch whose log write
+//! fails is never visible to readers (the `Sink` contract).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use sumi_ingest::{AppendOutcome, Sink, SinkError};
-use sumi_model::Batch;
+use sumi_model::{AppendOutcome, Batch, Sink, SinkError};
 
 use crate::series::{ClassInfo, SeriesIndex};
 use crate::store::{Inner, Store};
@@ -16,21 +16,29 @@ use crate::wal::record::{encode_points, WalPoint, SLOT_LIMIT};
 use crate::StoreError;
 
 impl Sink for Store {
+    /// The new-series budget throttles ([`StoreError::NewSeriesRate`] → `Throttled`,
+    /// with the time until the budget lets a series through); `close()` closes; every
+    /// other failure (disk full, head far behind, a failed write or fsync) makes the
+    /// store unavailable.
     fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
-        self.write(batch)
-            .map_err(|e| SinkError::Unavailable(e.to_string()))
+        self.write(batch).map_err(|e| match &e {
+            StoreError::NewSeriesRate { retry_after, .. } => SinkError::Throttled {
+                retry_after: *retry_after,
+                reason: e.to_string(),
+            },
+            StoreError::Closed => SinkError::Closed(e.to_string()),
+            _ => SinkError::Unavailable(e.to_string()),
+        })
     }
 }
 
 impl Store {
-    /// [`Sink::append`] with the store's own error, so that a caller can tell a
-    /// throttled batch ([`StoreError::NewSeriesRate`]: retry soon) from a store that
-    /// cannot write.
+    /// [`Sink::append`] with the store's own error.
     pub fn write(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
         self.inner.append(batch).inspect_err(|e| {
             let m = &self.inner.metrics;
             match e {
-                StoreError::NewSeriesRate(_) => &m.new_series_throttled,
+                StoreError::NewSeriesRate { .. } => &m.new_series_throttled,
                 _ => &m.append_errors,
             }
             .fetch_add(1, Ordering::Relaxed);
@@ -70,6 +78,15 @@ impl CreateBudget {
         } else {
             false
         }
+    }
+
+    /// How long until [`take`](Self::take) succeeds again, from its last call.
+    fn retry_after(&self) -> Duration {
+        if self.per_minute == 0 {
+            return Duration::ZERO;
+        }
+        let missing = (1.0 - self.tokens).max(0.0);
+        Duration::from_secs_f64(missing * 60.0 / self.per_minute as f64)
     }
 }
 
@@ -146,7 +163,7 @@ impl Inner {
         let mut idx = self.index.write();
         let mut created = 0u64;
         let mut refused = 0u64;
-        let mut throttled = false;
+        let mut throttled = None;
         let names: Vec<&str> = batch.iter().map(|(n, _)| n).collect();
         let max = self.opts.max_series;
         let t = Instant::now();
@@ -160,10 +177,12 @@ impl Inner {
                     continue;
                 }
                 None => {
-                    if !self.create_budget.lock().take(t) {
-                        throttled = true;
+                    let mut budget = self.create_budget.lock();
+                    if !budget.take(t) {
+                        throttled = Some(budget.retry_after());
                         break;
                     }
+                    drop(budget);
                     created += 1;
                     create_series(&mut idx, &self.opts.rules, name)?
                 }
@@ -180,22 +199,29 @@ impl Inner {
         if refused > 0 {
             log_series_limit(max, refused);
         }
-        if throttled {
-            return Err(StoreError::NewSeriesRate(format!(
-                "the batch would create series faster than max_new_series_per_minute = {}; \
-                 it waits ({created} created now)",
-                self.opts.max_new_series_per_minute
-            )));
+        if let Some(retry_after) = throttled {
+            return Err(StoreError::NewSeriesRate {
+                retry_after,
+                detail: format!(
+                    "the batch would create series faster than max_new_series_per_minute = {}; \
+                     it waits ({created} created now)",
+                    self.opts.max_new_series_per_minute
+                ),
+            });
         }
         Ok(())
     }
 
-    /// Appends a batch (see the `Sink` contract). When the WAL write fails the store is
-    /// poisoned and this returns `Err`; the batch's rows may then already be visible to
-    /// readers until the store is reopened, but they are not durable and not counted.
-    /// A write that fails for lack of space is undone instead (the segment is cut back)
-    /// and the store goes on: this returns `Err(Backpressure)`, the client sends the
-    /// batch again, and rows already in the head are overwritten by the same values.
+    /// Appends a batch (see the `Sink` contract). The rows reach the head only after
+    /// their WAL record is written, so on `Err` none of the batch is visible. When the
+    /// WAL write fails the store is poisoned and refuses writes until it is reopened. A
+    /// write that fails for lack of space is undone instead (the segment is cut back)
+    /// and the store goes on: this returns `Err(Backpressure)` and the client sends the
+    /// batch again.
+    ///
+    /// Rows are applied in WAL order ([`Wal::turn`](crate::wal::Wal::turn)), so that
+    /// the later of two writes to one slot wins in the head as on replay; a freeze
+    /// waits for every queued record to be applied before it takes the head.
     pub(crate) fn append(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Closed);
@@ -274,7 +300,7 @@ impl Inner {
         let mut payload = Vec::new();
         encode_points(&points, &mut payload);
 
-        let lsn = {
+        let (start, lsn) = {
             let mut ap = self.append.lock();
             if self.closed.load(Ordering::Acquire) {
                 return Err(StoreError::Closed);
@@ -293,28 +319,31 @@ impl Inner {
             if roll_changed {
                 *self.roll_view.write() = Arc::new(ap.roll.clone());
             }
-            let lsn = self.wal.enqueue(&payload)?;
-            let n = self.shards.len();
-            if n == 1 {
-                let mut h = self.shards[0].write();
+            self.wal.enqueue(&payload)?
+        };
+        let committed = self.wal.commit(lsn);
+        // every record takes its turn, applied or not, so that later ones go on
+        let turn = self.wal.turn(start, lsn);
+        committed?;
+        let n = self.shards.len();
+        if n == 1 {
+            let mut h = self.shards[0].write();
+            for (p, &c) in points.iter().zip(&classes) {
+                h.push(p.series, c, p.level, p.slot, p.value);
+            }
+        } else {
+            for (s, shard) in self.shards.iter().enumerate() {
+                let mut h = None;
                 for (p, &c) in points.iter().zip(&classes) {
-                    h.push(p.series, c, p.level, p.slot, p.value);
-                }
-            } else {
-                for (s, shard) in self.shards.iter().enumerate() {
-                    let mut h = None;
-                    for (p, &c) in points.iter().zip(&classes) {
-                        if p.series as usize % n == s {
-                            h.get_or_insert_with(|| shard.write())
-                                .push(p.series, c, p.level, p.slot, p.value);
-                        }
+                    if p.series as usize % n == s {
+                        h.get_or_insert_with(|| shard.write())
+                            .push(p.series, c, p.level, p.slot, p.value);
                     }
                 }
             }
-            self.head_rows.fetch_add(points.len(), Ordering::Relaxed);
-            lsn
-        };
-        self.wal.commit(lsn)?;
+        }
+        self.head_rows.fetch_add(points.len(), Ordering::Relaxed);
+        drop(turn);
         out.accepted = points.len() as u64;
         self.metrics
             .points_stored

@@ -40,8 +40,12 @@ pub enum StoreError {
     NotFound(String),
     /// More new series than `max_new_series_per_minute` allows: the batch waits (it
     /// is refused whole; the series created so far stay, so a retry makes progress).
-    #[error("new series limit: {0}")]
-    NewSeriesRate(String),
+    /// `retry_after` is how long until the budget lets the next series through.
+    #[error("new series limit: {detail}")]
+    NewSeriesRate {
+        retry_after: std::time::Duration,
+        detail: String,
+    },
     /// An earlier write or fsync failed; the store refuses writes until it is reopened.
     #[error("store refuses writes after an earlier failure: {0}")]
     Poisoned(String),

@@ -9,6 +9,11 @@
 //! `abort()`: no destructor runs, no buffer is flushed, like a `kill -9` at that
 //! instruction.
 //!
+//! [`ERROR_FAILPOINTS`] do not abort: they make the WAL's group write fail as a full
+//! (`wal:write_enospc`) or failing (`wal:write_eio`) disk would, so that a test can
+//! check what a writer sees and what readers see after it. Each group write counts as
+//! one hit of each.
+//!
 //! The cost when unset is one relaxed atomic load per call site (the sites are per
 //! flush, per compaction, per WAL group write: never per point).
 //!
@@ -31,6 +36,9 @@ pub const FAILPOINTS: &[&str] = &[
     "retention:before_manifest",
     "retention:after_manifest",
 ];
+
+/// Failpoints that make an operation fail with an error instead of aborting.
+pub const ERROR_FAILPOINTS: &[&str] = &["wal:write_enospc", "wal:write_eio"];
 
 /// The environment variable read at store open.
 pub const ENV: &str = "SUMI_FAILPOINT";
@@ -72,8 +80,8 @@ fn parse(spec: &str) -> Vec<Armed> {
             );
             continue;
         };
-        if !FAILPOINTS.contains(&name) {
-            tracing::error!(failpoint = name, known = ?FAILPOINTS, "ignoring an unknown failpoint");
+        if !FAILPOINTS.contains(&name) && !ERROR_FAILPOINTS.contains(&name) {
+            tracing::error!(failpoint = name, known = ?FAILPOINTS, errors = ?ERROR_FAILPOINTS, "ignoring an unknown failpoint");
             continue;
         }
         out.push(Armed {
@@ -113,11 +121,40 @@ fn count_hit(name: &'static str) -> bool {
 /// Prints which failpoint fired and aborts the process.
 #[cold]
 pub(crate) fn fire(name: &'static str) -> ! {
+    announce(name);
+    std::process::abort();
+}
+
+fn announce(name: &str) {
     use std::io::Write;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "sumi failpoint {name} fired");
     let _ = err.flush();
-    std::process::abort();
+}
+
+/// The error the WAL's group write fails with when `wal:write_enospc` or
+/// `wal:write_eio` is armed and this is its hit (a hit of both, ENOSPC wins).
+#[inline]
+pub(crate) fn wal_write_error() -> Option<std::io::Error> {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    injected_write_error()
+}
+
+#[cold]
+fn injected_write_error() -> Option<std::io::Error> {
+    let enospc = count_hit("wal:write_enospc");
+    let eio = count_hit("wal:write_eio");
+    let (name, errno) = if enospc {
+        ("wal:write_enospc", libc::ENOSPC)
+    } else if eio {
+        ("wal:write_eio", libc::EIO)
+    } else {
+        return None;
+    };
+    announce(name);
+    Some(std::io::Error::from_raw_os_error(errno))
 }
 
 /// A maintenance operation in progress, logged at `debug` when it starts and ends.
@@ -144,12 +181,21 @@ mod tests {
 
     #[test]
     fn parses_names_and_hit_counts() {
-        let a = parse(" seal:after_parts@3, wal:after_write ,bogus,compact:after_write@0");
+        let a = parse(
+            " seal:after_parts@3, wal:after_write ,bogus,compact:after_write@0,wal:write_eio@2",
+        );
         let got: Vec<(&str, u64)> = a
             .iter()
             .map(|x| (x.name.as_str(), x.left.load(Ordering::Relaxed)))
             .collect();
-        assert_eq!(got, vec![("seal:after_parts", 3), ("wal:after_write", 1)]);
+        assert_eq!(
+            got,
+            vec![
+                ("seal:after_parts", 3),
+                ("wal:after_write", 1),
+                ("wal:write_eio", 2)
+            ]
+        );
         assert!(parse("").is_empty());
     }
 }

@@ -23,6 +23,9 @@ impl Inner {
     /// Freezes the active head when it holds rows; returns whether it did.
     pub(crate) fn freeze(&self) -> Result<bool, StoreError> {
         let mut ap = self.append.lock();
+        // records already in the WAL reach the head first, so that the frozen rows are
+        // exactly the records below the new segment
+        self.wal.wait_applied();
         if self.head_rows.load(Ordering::Relaxed) == 0
             && self.shards.iter().all(|s| s.read().is_empty())
         {

@@ -2,7 +2,7 @@
 //! time-partitioned parts, with whisper-identical placement, rollups and retention.
 //!
 //! The write path, in the order a point takes it:
-//! - [`append`](crate::append) (the [`sumi_ingest::Sink`] impl): names to series ids,
+//! - [`append`](crate::append) (the [`sumi_model::Sink`] impl): names to series ids,
 //!   each point to its level and slot, one WAL record per batch, rows into the head.
 //! - `series`: the index (arena-interned names, a hash table, the metric tree) and its
 //!   append-only `series.log`.

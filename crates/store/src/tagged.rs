@@ -1,9 +1,8 @@
 //! The store's tag API: graphite-web's `TagDB` operations (`graphite/tags/base.py`)
 //! over the tag index kept with the series index (`series/tags.rs`).
 
-use sumi_ingest::tagged::{canonicalize, TagError};
+use sumi_model::tagged::{canonicalize, parse_carbon, TagError};
 
-use crate::series::tags::parse_tags;
 pub use crate::series::tags::{TagExpr, TagInfo, TagOp, TagQueryError, TagValueInfo};
 use crate::{Store, StoreError};
 
@@ -98,7 +97,7 @@ impl Store {
         }
         let mut out = Vec::new();
         for name in self.find_tagged(exprs)? {
-            let Some(tags) = parse_tags(&name) else {
+            let Some(tags) = parse_carbon(&name) else {
                 continue;
             };
             for (tag, _) in tags {
@@ -140,7 +139,7 @@ impl Store {
         });
         let mut out = Vec::new();
         for name in self.find_tagged(&all)? {
-            let Some(tags) = parse_tags(&name) else {
+            let Some(tags) = parse_carbon(&name) else {
                 continue;
             };
             if let Some((_, v)) = tags.into_iter().find(|(t, _)| *t == tag) {

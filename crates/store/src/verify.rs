@@ -842,7 +842,7 @@ mod tests {
     use crate::testutil::TempDir;
     use crate::{Store, StoreOptions};
     use std::sync::Arc;
-    use sumi_ingest::Sink;
+    use sumi_model::Sink;
     use sumi_model::{Batch, ManualClock};
 
     fn build(dir: &Path) {

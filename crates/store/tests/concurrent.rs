@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use sumi_ingest::Sink;
 use sumi_model::glob::PathPattern;
+use sumi_model::Sink;
 use sumi_model::{Batch, ManualClock};
 
 const NOW: i64 = 1_800_000_000;

@@ -4,9 +4,9 @@
 mod common;
 
 use common::*;
-use sumi_ingest::Sink;
 use sumi_model::glob::PathPattern;
 use sumi_model::ManualClock;
+use sumi_model::Sink;
 use sumi_store::{FindEntry, Store};
 
 const NOW: i64 = 1_700_000_000; // a multiple of 10 and of 60... and 3600? no: 1_700_000_000 % 3600 = 800

@@ -29,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
-use sumi_ingest::Sink;
+use sumi_model::Sink;
 
 pub use db::{Complex, ComplexItem, Db, DbError, Graph};
 pub use writer::{SeriesRegistry, Writer};

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use rusqlite::{params, Connection, TransactionBehavior};
-use sumi_ingest::Sink;
+use sumi_model::Sink;
 use sumi_model::{AggMethod, AggregationOverride, Batch};
 use tokio::sync::oneshot;
 use tracing::warn;
@@ -326,7 +326,7 @@ mod tests {
     use super::*;
     use crate::growthforecast::db::Db;
     use parking_lot::Mutex;
-    use sumi_ingest::{AppendOutcome, SinkError};
+    use sumi_model::{AppendOutcome, SinkError};
 
     #[derive(Default)]
     struct Recorder {

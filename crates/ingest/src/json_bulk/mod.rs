@@ -2,7 +2,7 @@
 //! of `{"name": "...", "time": <epoch seconds>, "value": <number>}`, each with an
 //! optional `"hostId"` (which becomes the first path node, `<hostId>.<name>`) and
 //! optional `"tags": {"k": "v"}` (which become Graphite tags, `name;k=v`, validated
-//! and ordered as carbon does: [`crate::tagged`]).
+//! and ordered as carbon does: [`sumi_model::tagged`]).
 //!
 //! A pure parser ([`parse_json_bulk`]): the body (gzip or deflate allowed, with a cap
 //! on the decompressed size) in, points appended to a [`Batch`] out. All or nothing:
@@ -31,8 +31,8 @@ use sumi_model::Batch;
 
 use crate::plaintext::truncate_seconds;
 use crate::stats::LocalCounts;
-use crate::tagged::{canonicalize, TagError};
 use scan::{Scanner, SyntaxError};
+use sumi_model::tagged::{canonicalize, TagError};
 
 pub use decode::{decode_body, Encoding};
 

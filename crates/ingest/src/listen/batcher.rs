@@ -3,7 +3,8 @@
 //! A connection parses every complete line it has read into its batch and hands the
 //! batch on when it is full or the socket has nothing more to read. While the sink is
 //! unavailable the connection keeps its batch and stops reading, retrying with a
-//! doubling wait (bounded by `retry_max`): its client sees TCP back-pressure, other
+//! doubling wait (bounded by `retry_max`), or after the wait a throttled sink names
+//! (`SinkError::Throttled`): its client sees TCP back-pressure, other
 //! connections are untouched, and nothing is dropped, except after shutdown once
 //! `shutdown_grace` has passed (counted as `sink_unavailable`).
 
@@ -19,7 +20,7 @@ use crate::frame::Frame;
 use crate::options::AppendMode;
 use crate::plaintext::{parse_line, LineError, ParsedLine};
 use crate::stats::{LocalCounts, Reason};
-use crate::{AppendOutcome, SinkError};
+use sumi_model::{AppendOutcome, SinkError};
 
 pub(super) struct Batcher {
     ctx: Arc<Context>,
@@ -100,10 +101,21 @@ impl Batcher {
             loop {
                 match append(&self.ctx, batch) {
                     Ok(_) => break,
-                    Err(SinkError::Unavailable(why)) => {
+                    Err(err) => {
+                        let why = err.reason();
+                        // a throttled batch goes again when the sink says it will pass;
+                        // otherwise the wait doubles
+                        let (pause, next) = match &err {
+                            SinkError::Throttled { retry_after, .. } => {
+                                ((*retry_after).max(opts.retry_initial), wait)
+                            }
+                            SinkError::Unavailable(_) | SinkError::Closed(_) => {
+                                (wait, (wait * 2).min(opts.retry_max))
+                            }
+                        };
                         let peer = self.peer.map_or_else(|| "-".to_string(), |p| p.to_string());
                         let msg = format!(
-                            "sink unavailable, holding {} points from {peer} and retrying in {wait:?}: {why}",
+                            "sink unavailable, holding {} points from {peer} and retrying in {pause:?}: {why}",
                             batch.len()
                         );
                         self.ctx.stats.log_event(Reason::SinkUnavailable, &msg);
@@ -120,14 +132,17 @@ impl Batcher {
                                 self.counts.reject_many(Reason::SinkUnavailable, lost);
                                 break;
                             }
-                            tokio::time::sleep(wait).await;
+                            tokio::time::sleep(
+                                pause.min(deadline.saturating_duration_since(Instant::now())),
+                            )
+                            .await;
                         } else {
                             tokio::select! {
-                                () = tokio::time::sleep(wait) => {}
+                                () = tokio::time::sleep(pause) => {}
                                 () = shutdown_requested(shutdown) => {}
                             }
                         }
-                        wait = (wait * 2).min(opts.retry_max);
+                        wait = next;
                     }
                 }
             }

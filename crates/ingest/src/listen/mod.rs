@@ -35,7 +35,7 @@ use tokio::sync::watch;
 
 use crate::options::PlaintextOptions;
 use crate::stats::IngestStats;
-use crate::Sink;
+use sumi_model::Sink;
 
 pub use allow::{AllowlistError, Cidr, CidrError, SourceAllowlist};
 pub use pickle::serve_pickle;

@@ -24,7 +24,7 @@ use super::{Context, ShutdownSignal};
 use crate::options::PickleOptions;
 use crate::pickle::{FrameReader, FrameStatus, PickleLimits, Unpickler};
 use crate::stats::{IngestStats, Reason};
-use crate::Sink;
+use sumi_model::Sink;
 
 /// Serves carbon pickle on an already bound listener until `shutdown`; returns when
 /// every connection has finished. The same shape and shutdown as

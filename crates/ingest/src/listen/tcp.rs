@@ -16,7 +16,7 @@ use super::{shutdown_requested, Context, ShutdownSignal, POOLED};
 use crate::frame::LineReader;
 use crate::options::PlaintextOptions;
 use crate::stats::IngestStats;
-use crate::Sink;
+use sumi_model::Sink;
 
 /// Reads per wake-up before the connection goes back through the scheduler (which
 /// lets a busy client share its worker with the others): 8 reads of 64 KiB.

@@ -10,7 +10,7 @@ use super::{shutdown_requested, Context, ShutdownSignal};
 use crate::frame::{datagram_lines, Frame};
 use crate::options::PlaintextOptions;
 use crate::stats::IngestStats;
-use crate::Sink;
+use sumi_model::Sink;
 
 /// The largest UDP payload (IPv6 without jumbograms: 65,535 - 8); a bigger buffer
 /// guarantees no datagram is silently cut.

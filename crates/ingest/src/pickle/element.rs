@@ -60,7 +60,7 @@ pub enum ElementError {
     Name(#[from] NameError),
     /// A tagged name carbon cannot parse.
     #[error("tagged metric name: {0}")]
-    Tags(#[from] crate::tagged::TagError),
+    Tags(#[from] sumi_model::tagged::TagError),
 }
 
 fn describe(kind: &str, len: Option<usize>) -> String {
@@ -128,7 +128,7 @@ impl Unpickler {
             .ok_or(ElementError::NameType(name.type_name()))?;
         let n = normalize(raw)?;
         Ok(ParsedLine {
-            name: crate::tagged::canonical_name(n.path)?,
+            name: sumi_model::tagged::canonical_name(n.path)?,
             ts,
             value,
             name_changed: n.dropped_empty_nodes,

@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::plaintext::is_python_space;
-use crate::tagged::sort_unique;
+use sumi_model::tagged::sort_unique;
 
 /// Why a series gives no name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use sumi_ingest::{AppendOutcome, IngestStats, Sink, SinkError};
-use sumi_model::Batch;
+use sumi_ingest::IngestStats;
+use sumi_model::{AppendOutcome, Batch, Sink, SinkError};
 use tokio::sync::Notify;
 
 /// One point as the sink saw it.

@@ -56,7 +56,8 @@ impl Value {
     }
 
     /// The series, when this is a series list.
-    pub fn as_series_list(&self) -> Option<&[TimeSeries]> {
+    #[cfg(test)]
+    pub(crate) fn as_series_list(&self) -> Option<&[TimeSeries]> {
         match self {
             Value::SeriesList(s) => Some(s),
             _ => None,

@@ -9,13 +9,15 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::aggregation::{row, AggFunc};
+use crate::functions::args::{eval_target_text, input_error, take_series};
+use crate::functions::naming::{agg_key, format_units, UnitSystem};
 use crate::functions::params::{Param, ParamType as T};
-use crate::functions::pyre::Substitution;
-use crate::functions::util::{
-    agg_key, eval_target_text, format_fixed, format_units, input_error, pad, percent_format,
-    py_index, py_slice, repr, row, take_series, AggFunc, UnitSystem,
-};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
+use crate::py;
+use crate::py::format::{format_fixed, pad, percent_format};
+use crate::py::re::Substitution;
+use crate::py::seq::{py_index, py_slice};
 
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();
 
@@ -293,7 +295,7 @@ fn shown(func: AggFunc, value: Option<f64>) -> String {
     match value {
         None => "None".to_string(),
         Some(v) if func.is_integer() => format!("{}", v as i64),
-        Some(v) => repr(v),
+        Some(v) => py::float_repr(v),
     }
 }
 

@@ -18,12 +18,13 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::aggregation::{percentile, row, AggFunc};
+use crate::functions::args::{eval_first_arg, input_error, take_series};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
-use crate::functions::util::{
-    eval_first_arg, format_g, input_error, percentile, py_square, py_sum, row, take_series, AggFunc,
-};
 use crate::functions::{FunctionDef, Invocation};
 use crate::py;
+use crate::py::format::format_g;
+use crate::py::number::{py_square, py_sum};
 use crate::series::{SeriesOptions, TimeSeries};
 
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();

@@ -18,13 +18,14 @@ use std::collections::HashSet;
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::aggregation::{percentile, percentile_buf, row, sort_key, AggFunc};
+use crate::functions::args::{eval_target_text, input_error, take_series};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
-use crate::functions::pyre;
-use crate::functions::util::{
-    eval_target_text, input_error, percentile, percentile_buf, py_slice, py_sort_by_keys,
-    py_square, py_sum, row, sort_key, take_series, AggFunc,
-};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
+use crate::py::number::{py_square, py_sum};
+use crate::py::re;
+use crate::py::seq::py_slice;
+use crate::py::sort::py_sort_by_keys;
 use crate::series::TimeSeries;
 
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();
@@ -407,7 +408,7 @@ fn limit(
 
 fn by_pattern(mut inv: Invocation<'_>, keep_matching: bool) -> Result<Value, QueryError> {
     let pattern = inv.args.str(1).unwrap_or("").to_string();
-    let regex = pyre::compile(&pattern).map_err(|e| input_error(inv.name, e.to_string()))?;
+    let regex = re::compile(&pattern).map_err(|e| input_error(inv.name, e.to_string()))?;
     let series = take_series(&mut inv, 0);
     Ok(Value::SeriesList(
         series
@@ -550,7 +551,7 @@ fn use_series_above(
     let value = inv.args.float(1).unwrap_or(0.0);
     let search = inv.args.str(2).unwrap_or("").to_string();
     let replace = inv.args.str(3).unwrap_or("").to_string();
-    let sub = pyre::Substitution::new(&search, &replace)
+    let sub = re::Substitution::new(&search, &replace)
         .map_err(|e| input_error(inv.name, e.to_string()))?;
     let series = take_series(&mut inv, 0);
     let names: Vec<String> = series

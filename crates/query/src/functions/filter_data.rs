@@ -11,10 +11,12 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::aggregation::{percentile, row};
+use crate::functions::args::{input_error, take_series};
 use crate::functions::params::{Param, ParamType as T};
-use crate::functions::util::{format_g, input_error, percentile, row, take_series};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
 use crate::py;
+use crate::py::format::format_g;
 
 static PARAMS: [Param; 2] = [
     Param::new("seriesList", T::SeriesList).required(),

@@ -14,11 +14,12 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::args::{input_error, take_series};
 use crate::functions::calculate::constant_line;
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
-use crate::functions::util::{format_g, input_error, take_series};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
 use crate::py;
+use crate::py::format::format_g;
 use crate::series::{SeriesOptions, TimeSeries};
 
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();

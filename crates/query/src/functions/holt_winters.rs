@@ -21,8 +21,8 @@ use std::collections::HashMap;
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::args::{eval_first_arg, input_error, take_series};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
-use crate::functions::util::{eval_first_arg, input_error, take_series};
 use crate::functions::{FunctionDef, Invocation};
 use crate::series::TimeSeries;
 

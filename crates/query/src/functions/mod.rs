@@ -7,11 +7,29 @@
 //! its [`Invocation`] (the bound arguments plus the raw argument trees, for functions
 //! such as `timeShift` that evaluate an argument again over another interval).
 //!
-//! Families of functions will live in files of their own beside this one, each
-//! exporting a `static` table of definitions that [`Registry::standard`] registers.
-//! None is written yet: plain paths need none.
+//! The families, one file (or directory) each, follow graphite-web's groups; each
+//! exports a `static` table of definitions that [`Registry::standard`] registers:
+//! - `alias`: renaming series (`alias`, `aliasSub`, `aliasByNode`, `aliasQuery`, …);
+//! - `combine/`: merging series (`sumSeries`, `aggregate`, `asPercent`,
+//!   `divideSeries`, `groupByNode`, `reduceSeries`, …);
+//! - `transform/`: one series into another (`scale`, `derivative`, `perSecond`,
+//!   `keepLastValue`, `summarize`, `timeShift`, `consolidateBy`, …);
+//! - `calculate`, `moving`, `holt_winters`: statistics, moving windows, forecasts;
+//! - `filter` (whole series) and `filter_data` (single points), `sort`;
+//! - `graph`: drawing options and reference lines; `special`: generated series,
+//!   `cactiStyle`, `cumulative` and the rest of graphite-web's odd ones.
+//!
+//! Beside them, what the families share: [`params`] (parameter types and binding),
+//! `args` (taking arguments, evaluating one again, calling a function by name),
+//! `aggregation` (graphite-web's aggregation functions and percentile), `align`
+//! (`normalize` and `series.copy()`) and `naming` (node and tag lookup, unit
+//! prefixes, path expressions). Python's own semantics (formatting, sorting, rounding,
+//! regular expressions) are in [`crate::py`].
 
+mod aggregation;
 mod alias;
+mod align;
+mod args;
 mod calculate;
 mod combine;
 mod filter;
@@ -19,12 +37,11 @@ mod filter_data;
 mod graph;
 mod holt_winters;
 mod moving;
+mod naming;
 pub mod params;
-mod pyre;
 mod sort;
 mod special;
 mod transform;
-mod util;
 
 pub use params::{bind, is_agg_func, BoundArgs, DefaultValue, Param, ParamType, AGG_FUNCS};
 
@@ -110,7 +127,8 @@ impl Registry {
     }
 
     /// Adds a function under another name too (`sum` for `sumSeries`).
-    pub fn alias(&mut self, alias: &'static str, def: FunctionDef) {
+    #[cfg(test)]
+    pub(crate) fn alias(&mut self, alias: &'static str, def: FunctionDef) {
         self.functions
             .insert(alias, FunctionDef { name: alias, ..def });
     }

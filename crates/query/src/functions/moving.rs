@@ -10,9 +10,11 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::aggregation::AggFunc;
+use crate::functions::args::{eval_first_arg, input_error};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
-use crate::functions::util::{eval_first_arg, input_error, py_int, round6, AggFunc};
 use crate::functions::{FunctionDef, Invocation};
+use crate::py::number::{py_int, round6};
 use crate::series::{SeriesOptions, TimeSeries};
 
 const WINDOW_SUGGESTIONS: &[D] = &[

@@ -5,9 +5,11 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::aggregation::{row, sort_key, AggFunc};
+use crate::functions::args::{input_error, take_series};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
-use crate::functions::util::{input_error, py_sort_by_keys, row, sort_key, take_series, AggFunc};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
+use crate::py::sort::py_sort_by_keys;
 
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();
 static ONLY_SERIES: [Param; 1] = [SERIES];

@@ -15,12 +15,13 @@ use std::hash::{BuildHasher, Hasher};
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
+use crate::functions::aggregation::{row, AggFunc};
 use crate::functions::alias::substr_name;
+use crate::functions::args::{input_error, take_series};
+use crate::functions::naming::{format_units, UnitSystem};
 use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
-use crate::functions::util::{
-    format_fixed, format_units, input_error, pad, row, take_series, AggFunc, UnitSystem,
-};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
+use crate::py::format::{format_fixed, pad};
 use crate::series::{Consolidation, TimeSeries};
 
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();

@@ -133,7 +133,8 @@ impl TimeSeries {
     }
 
     /// Sets `values_per_point` (graphite-web's `consolidate()`).
-    pub fn consolidate(&mut self, values_per_point: usize) {
+    #[cfg(test)]
+    pub(crate) fn consolidate(&mut self, values_per_point: usize) {
         self.values_per_point = values_per_point;
     }
 

@@ -6,6 +6,8 @@
 //! the order graphite-web's JSON shows. A name that fails to parse, or that looks like
 //! a function call (`sumSeries(a.b)`), keeps just `{"name": name}`.
 
+use sumi_model::tagged;
+
 /// Tag names and values in insertion order; setting an existing tag keeps its place,
 /// as a Python dict does.
 #[derive(Clone, Default)]
@@ -120,34 +122,10 @@ fn looks_like_call(name: &str) -> bool {
         && !body[letters + 1..body.len() - 1].contains('\n')
 }
 
-/// `TaggedSeries.validateTagAndValue`
-fn valid_tag(tag: &str, value: &str) -> bool {
-    !tag.is_empty()
-        && !value.is_empty()
-        && !tag.contains([';', '!', '^', '='])
-        && !value.contains(';')
-        && !value.starts_with('~')
-}
-
-/// The metric part as the `name` tag: leading `~` removed, not empty.
-fn name_tag(metric: &str) -> Option<&str> {
-    let name = metric.trim_start_matches('~');
-    (!name.is_empty()).then_some(name)
-}
-
-/// `metric;tag=value;...`
+/// `metric;tag=value;...`, read with carbon's grammar ([`sumi_model::tagged`]).
 fn parse_carbon(path: &str) -> Option<Tags> {
-    let mut segments = path.split(';');
-    let metric = segments.next().filter(|m| !m.is_empty())?;
     let mut tags = Tags::new();
-    for segment in segments {
-        let (tag, value) = segment.split_once('=')?;
-        if !valid_tag(tag, value) {
-            return None;
-        }
-        tags.set(tag, value);
-    }
-    tags.set("name", name_tag(metric)?);
+    tagged::parse_carbon_with(path, |tag, value| tags.set(tag, value))?;
     Some(tags)
 }
 
@@ -175,7 +153,7 @@ fn parse_openmetrics(path: &str) -> Option<Tags> {
                 (_, c) => value.push(c),
             }
         };
-        if tag.is_empty() || value.is_empty() || !valid_tag(tag, &value) {
+        if tagged::validate(tag, &value).is_err() {
             return None;
         }
         let after = &rest[close + 1..];
@@ -188,7 +166,11 @@ fn parse_openmetrics(path: &str) -> Option<Tags> {
         };
         tags.set(tag, &value);
     }
-    tags.set("name", name_tag(metric)?);
+    let name = metric.trim_start_matches('~');
+    if name.is_empty() {
+        return None;
+    }
+    tags.set("name", name);
     Some(tags)
 }
 

@@ -128,7 +128,8 @@ impl GraphInfo {
 
     /// The pixel row where `value` is drawn on the left (or only) axis, or on the
     /// right one.
-    pub fn y_pixel(&self, value: f64, right_axis: bool) -> Option<f64> {
+    #[cfg(test)]
+    pub(crate) fn y_pixel(&self, value: f64, right_axis: bool) -> Option<f64> {
         let axis = if right_axis {
             self.right_axis.as_ref()
         } else {
@@ -146,7 +147,8 @@ impl GraphInfo {
 
     /// The pixel column of a point at epoch second `t` of a series that needed no
     /// consolidation.
-    pub fn x_pixel(&self, t: i64) -> Option<f64> {
+    #[cfg(test)]
+    pub(crate) fn x_pixel(&self, t: i64) -> Option<f64> {
         (!self.no_data).then_some(self.x_origin + (t as f64 - self.start as f64) * self.x_scale)
     }
 }
@@ -171,7 +173,7 @@ pub fn render_graph(
 }
 
 /// [`render_graph`], also returning where the plot and axes ended up.
-pub fn render_graph_with_info(
+pub(crate) fn render_graph_with_info(
     series: &[GraphSeries],
     opts: &GraphOptions,
     start: i64,
@@ -204,3 +206,6 @@ pub fn render_graph_with_info(
         }
     }
 }
+
+#[cfg(test)]
+mod render_tests;

@@ -1,8 +1,8 @@
 //! Numbers as the graph prints them: graphite-web's unit systems and axis labels
-//! (`20.0 k `, `0.50 `, `2e-08 `), Python's `%g`, and the compact SI form of the
-//! rrd-style legend (`1.23k`, `45.6M`).
+//! (`20.0 k `, `0.50 `, `2e-08 `, Python's `%g` from `sumi_query::py`), and the
+//! compact SI form of the rrd-style legend (`1.23k`, `45.6M`).
 
-use std::fmt::Write as _;
+use sumi_query::py::format::format_g;
 
 /// `yUnitSystem`: the prefixes axis labels may use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub(crate) fn axis_label(value: f64, step: Option<f64>, span: f64, system: UnitS
         format!("{prefix} ")
     };
     if v < 0.1 {
-        format!("{} {prefix}", py_g(v))
+        format!("{} {prefix}", format_g(v))
     } else if v < 1.0 {
         format!("{v:.2} {prefix}")
     } else if span > 10.0 || span_prefix != prefix {
@@ -115,43 +115,7 @@ pub(crate) fn axis_label(value: f64, step: Option<f64>, span: f64, system: UnitS
     } else if span > 0.1 {
         format!("{v:.2} {prefix}")
     } else {
-        format!("{} {prefix}", py_g(v))
-    }
-}
-
-/// Python's `'%g' % v`: six significant digits, trailing zeros dropped, exponent form
-/// below 1e-4 or from 1e6 (`1e-07`, `2.5e+06`).
-pub(crate) fn py_g(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".to_string();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
-    const P: i32 = 6;
-    let sci = format!("{:.*e}", (P - 1) as usize, v);
-    let exp: i32 = sci
-        .rsplit_once('e')
-        .and_then(|(_, e)| e.parse().ok())
-        .unwrap_or(0);
-    if (-4..P).contains(&exp) {
-        let decimals = (P - 1 - exp).max(0) as usize;
-        strip_zeros(&format!("{v:.decimals$}")).to_string()
-    } else {
-        let mantissa = sci.split_once('e').map_or(sci.as_str(), |(m, _)| m);
-        let mut out = strip_zeros(mantissa).to_string();
-        let sign = if exp < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:02}", exp.abs());
-        out
-    }
-}
-
-/// `1.2300` → `1.23`, `20.000` → `20`; integers are left alone.
-fn strip_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
+        format!("{} {prefix}", format_g(v))
     }
 }
 
@@ -163,7 +127,7 @@ pub fn si_compact(v: Option<f64>) -> String {
         return "n/a".to_string();
     };
     if !v.is_finite() {
-        return py_g(v);
+        return format_g(v);
     }
     if v == 0.0 {
         return "0".to_string();
@@ -214,28 +178,6 @@ pub fn si_compact(v: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn py_g_matches_python() {
-        // Expected strings from CPython 3.11's '%g'.
-        let cases = [
-            (0.0, "0"),
-            (0.0005, "0.0005"),
-            (2e-08, "2e-08"),
-            (6.000000000000001e-08, "6e-08"),
-            (123456.0, "123456"),
-            (1234567.0, "1.23457e+06"),
-            (-3.0, "-3"),
-            (0.1, "0.1"),
-            (1e-05, "1e-05"),
-            (0.00012345678, "0.000123457"),
-            (1e22, "1e+22"),
-            (999999.5, "1e+06"),
-        ];
-        for (v, want) in cases {
-            assert_eq!(py_g(v), want, "{v}");
-        }
-    }
 
     #[test]
     fn axis_labels_match_graphite() {

@@ -290,7 +290,7 @@ impl Inner {
 mod tests {
     use std::sync::Arc;
 
-    use sumi_ingest::Sink;
+    use sumi_model::Sink;
     use sumi_model::{Batch, ManualClock, SeriesRules, StorageAggregation, StorageSchemas};
 
     use crate::testutil::TempDir;

@@ -28,6 +28,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use regex::Regex;
+use sumi_model::tagged::parse_carbon;
 
 use super::names::Names;
 use crate::StoreError;
@@ -132,33 +133,6 @@ pub struct TagValueInfo {
     pub id: u32,
     pub value: String,
     pub count: u64,
-}
-
-/// The tags of a tagged name, as carbon's `TaggedSeries.parse_carbon` reads them: in
-/// first-seen order, a repeated tag keeping its first place and its last value, `name`
-/// (the metric, leading `~` removed) last unless given as a segment. `None` for a name
-/// carbon would refuse.
-pub(crate) fn parse_tags(name: &str) -> Option<Vec<(&str, &str)>> {
-    let mut segments = name.split(';');
-    let metric = segments.next().filter(|m| !m.is_empty())?;
-    let mut tags: Vec<(&str, &str)> = Vec::new();
-    for segment in segments {
-        let (tag, value) = segment.split_once('=')?;
-        sumi_ingest::tagged::validate(tag, value).ok()?;
-        match tags.iter_mut().find(|(t, _)| *t == tag) {
-            Some(slot) => slot.1 = value,
-            None => tags.push((tag, value)),
-        }
-    }
-    let metric = metric.trim_start_matches('~');
-    if metric.is_empty() {
-        return None;
-    }
-    match tags.iter_mut().find(|(t, _)| *t == "name") {
-        Some(slot) => slot.1 = metric,
-        None => tags.push(("name", metric)),
-    }
-    Some(tags)
 }
 
 /// The value of `tag` in a tagged name (the last segment naming it), without parsing
@@ -305,7 +279,7 @@ impl TagIndex {
     /// [`insert`](Self::insert) for any name carbon accepts, tagged or not
     /// (`/tags/tagSeries` takes untagged names too, as graphite-web does).
     pub(crate) fn register(&mut self, id: u32, name: &str) -> bool {
-        let Some(tags) = parse_tags(name) else {
+        let Some(tags) = parse_carbon(name) else {
             return false;
         };
         if self.contains(id, &tags) {
@@ -375,7 +349,7 @@ impl TagIndex {
 
     /// Takes series `id` named `name` out of the index; true when it was in it.
     pub(crate) fn remove(&mut self, id: u32, name: &str) -> bool {
-        let Some(tags) = parse_tags(name) else {
+        let Some(tags) = parse_carbon(name) else {
             return false;
         };
         let mut removed = false;

@@ -3,6 +3,11 @@
 //! flight writes everything queued in one `write`), fsynced by policy. Segments
 //! below the manifest's checkpoint are deleted once the head they cover is in parts.
 //!
+//! The WAL also orders the head: an appender applies its rows after its record is
+//! written, and only once every earlier record is applied or dropped ([`Wal::turn`]),
+//! so that the head sees writes in log order, and a record whose write failed is never
+//! seen.
+//!
 //! - [`record`]: the payload encoding of points.
 //! - [`segment`]: files, headers, framing.
 //! - [`replay`]: reading back on open.
@@ -33,6 +38,9 @@ struct State {
     enqueued: u64,
     written: u64,
     synced: u64,
+    /// The end of the records applied to the head (or dropped, their write having
+    /// failed): always a record boundary, advanced in LSN order by [`Turn`].
+    applied: u64,
     writing: bool,
     file: Arc<File>,
     seq: u64,
@@ -67,6 +75,8 @@ pub(crate) struct Wal {
     metrics: Arc<Metrics>,
     state: Mutex<State>,
     cv: Condvar,
+    /// Signalled when `applied` moves (appenders waiting for their turn, a freeze).
+    applied_cv: Condvar,
 }
 
 impl Wal {
@@ -93,6 +103,7 @@ impl Wal {
                 enqueued: 0,
                 written: 0,
                 synced: 0,
+                applied: 0,
                 writing: false,
                 file: Arc::new(file),
                 seq,
@@ -101,19 +112,43 @@ impl Wal {
                 failed: std::collections::VecDeque::new(),
             }),
             cv: Condvar::new(),
+            applied_cv: Condvar::new(),
         })
     }
 
-    /// Queues one record; returns the LSN that [`commit`](Self::commit) waits for.
-    /// Callers hold the store's append lock, so WAL order is head order.
-    pub(crate) fn enqueue(&self, payload: &[u8]) -> Result<u64, StoreError> {
+    /// Queues one record; returns where it starts and ends in the log: the end is the
+    /// LSN that [`commit`](Self::commit) waits for, both go to [`turn`](Self::turn).
+    /// Callers hold the store's append lock, so WAL order is the order of enqueuing.
+    pub(crate) fn enqueue(&self, payload: &[u8]) -> Result<(u64, u64), StoreError> {
         let mut st = self.state.lock();
         if let Some(e) = &st.error {
             return Err(StoreError::Poisoned(e.clone()));
         }
+        let start = st.enqueued;
         segment::frame(payload, &mut st.pending);
         st.enqueued += payload.len() as u64 + 8;
-        Ok(st.enqueued)
+        Ok((start, st.enqueued))
+    }
+
+    /// Waits until every record before `start` is applied to the head or dropped, so
+    /// that the record `(start, end]` is next. The caller applies its rows (when its
+    /// commit succeeded) and then drops the [`Turn`], which lets the next record go.
+    /// Every enqueued record must take its turn, or the ones after it wait for ever.
+    pub(crate) fn turn(&self, start: u64, end: u64) -> Turn<'_> {
+        let mut st = self.state.lock();
+        while st.applied < start {
+            self.applied_cv.wait(&mut st);
+        }
+        Turn { wal: self, end }
+    }
+
+    /// Waits until every record enqueued so far has taken its turn. The caller holds
+    /// the store's append lock, so that none is enqueued meanwhile.
+    pub(crate) fn wait_applied(&self) {
+        let mut st = self.state.lock();
+        while st.applied < st.enqueued {
+            self.applied_cv.wait(&mut st);
+        }
     }
 
     /// Returns once everything up to `lsn` is written (and fsynced under `always`).
@@ -214,7 +249,11 @@ impl Wal {
                 let _ = (&*target).write_all(&buf[..buf.len() / 2]);
                 crate::failpoint::fire("wal:torn_write");
             }
-            if let Err(e) = (&*target).write_all(buf) {
+            let written = match crate::failpoint::wal_write_error() {
+                Some(e) => Err(e),
+                None => (&*target).write_all(buf),
+            };
+            if let Err(e) = written {
                 let path = segment::segment_path(&self.dir, cur_seq);
                 let no_space = e.raw_os_error() == Some(libc::ENOSPC);
                 let err = StoreError::io("write", &path, e);
@@ -404,6 +443,21 @@ impl Wal {
     }
 }
 
+/// A record's turn to reach the head (see [`Wal::turn`]); dropping it ends the turn,
+/// also when the appender returns early with an error.
+pub(crate) struct Turn<'a> {
+    wal: &'a Wal,
+    end: u64,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut st = self.wal.state.lock();
+        st.applied = st.applied.max(self.end);
+        self.wal.applied_cv.notify_all();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::record::{encode_points, WalPoint};
@@ -449,7 +503,7 @@ mod tests {
                 let w = w.clone();
                 std::thread::spawn(move || {
                     for i in 0..200u32 {
-                        let lsn = w.enqueue(&payload(t * 1000 + i, f64::from(i))).unwrap();
+                        let (_, lsn) = w.enqueue(&payload(t * 1000 + i, f64::from(i))).unwrap();
                         w.commit(lsn).unwrap();
                     }
                 })
@@ -476,13 +530,13 @@ mod tests {
         let dir = TempDir::new("wal-torn");
         let w = wal(dir.path(), FsyncPolicy::Never, 1 << 20);
         for i in 0..10 {
-            let lsn = w.enqueue(&payload(i, 1.0)).unwrap();
+            let (_, lsn) = w.enqueue(&payload(i, 1.0)).unwrap();
             w.commit(lsn).unwrap();
         }
         let next = w.rotate().unwrap();
         assert_eq!(next, 2);
         for i in 10..20 {
-            let lsn = w.enqueue(&payload(i, 1.0)).unwrap();
+            let (_, lsn) = w.enqueue(&payload(i, 1.0)).unwrap();
             w.commit(lsn).unwrap();
         }
         w.sync().unwrap();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sumi_ingest::{AppendOutcome, Sink};
+use sumi_model::{AppendOutcome, Sink};
 use sumi_model::{Batch, ManualClock, SeriesRules, StorageAggregation, StorageSchemas};
 use sumi_store::{Store, StoreOptions};
 

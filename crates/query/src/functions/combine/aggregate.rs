@@ -10,11 +10,13 @@
 //! floating-point operation happens in the same order (sums from zero, left to right;
 //! `min`/`max` keeping the first of equal values). Only `median` gathers rows.
 //!
-//! [`normalize`]: crate::functions::util::normalize
+//! [`normalize`]: crate::functions::align::normalize
 
 use std::borrow::Cow;
 
-use crate::functions::util::{format_path_expressions, normalize_list, row, AggFunc, Span};
+use crate::functions::aggregation::{row, AggFunc};
+use crate::functions::align::{normalize_list, Span};
+use crate::functions::naming::format_path_expressions;
 use crate::series::{Tags, TimeSeries};
 
 /// `getAggFunc` after `aggregate()` strips a trailing `Series`: the name the result is

@@ -5,11 +5,13 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
-use crate::functions::util::{
-    format_g, format_path_expressions, input_error, normalize_list, percentile, py_pow,
-    take_series, AggFunc,
-};
+use crate::functions::aggregation::{percentile, AggFunc};
+use crate::functions::align::normalize_list;
+use crate::functions::args::{input_error, take_series};
+use crate::functions::naming::format_path_expressions;
 use crate::functions::Invocation;
+use crate::py::format::format_g;
+use crate::py::number::py_pow;
 
 use crate::series::TimeSeries;
 

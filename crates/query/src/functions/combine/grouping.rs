@@ -15,10 +15,10 @@ use std::collections::HashMap;
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
-use crate::functions::util::{
-    agg_key, call_function, eval_target_text, input_error, py_index, py_slice, take_series,
-};
+use crate::functions::args::{call_function, eval_target_text, input_error, take_series};
+use crate::functions::naming::agg_key;
 use crate::functions::Invocation;
+use crate::py::seq::{py_index, py_slice};
 use crate::series::{Tags, TimeSeries};
 
 use super::aggregate::{agg_func, aggregate};

@@ -19,10 +19,10 @@ use std::collections::HashMap;
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
-use crate::functions::util::{
-    agg_key, format_path_expressions, input_error, normalize, normalize_list, row, safe_div,
-    take_series, AggFunc, Span,
-};
+use crate::functions::aggregation::{row, safe_div, AggFunc};
+use crate::functions::align::{normalize, normalize_list, Span};
+use crate::functions::args::{input_error, take_series};
+use crate::functions::naming::{agg_key, format_path_expressions};
 use crate::functions::Invocation;
 use crate::series::TimeSeries;
 

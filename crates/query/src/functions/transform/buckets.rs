@@ -17,7 +17,9 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, Offset, TimeZone, Timelike};
 use crate::attime::parse_time_offset;
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
-use crate::functions::util::{copy_of, eval_first_arg, input_error, row, take_series, AggFunc};
+use crate::functions::aggregation::{row, AggFunc};
+use crate::functions::align::copy_of;
+use crate::functions::args::{eval_first_arg, input_error, take_series};
 use crate::functions::Invocation;
 use crate::series::TimeSeries;
 

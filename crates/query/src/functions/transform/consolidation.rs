@@ -4,7 +4,7 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
-use crate::functions::util::{input_error, take_series};
+use crate::functions::args::{input_error, take_series};
 use crate::functions::Invocation;
 use crate::py;
 use crate::series::Consolidation;

@@ -7,8 +7,11 @@
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
-use crate::functions::util::{copy_of, format_g, row, take_series};
+use crate::functions::aggregation::row;
+use crate::functions::align::copy_of;
+use crate::functions::args::take_series;
 use crate::functions::Invocation;
+use crate::py::format::format_g;
 use crate::series::TimeSeries;
 
 use super::buckets::summarize_values;
@@ -243,7 +246,7 @@ fn compress(s: TimeSeries) -> TimeSeries {
     let start = s.start + first as i64 * s.step;
     let (values, _) = match summarize_values(
         &s,
-        crate::functions::util::AggFunc::Last,
+        crate::functions::aggregation::AggFunc::Last,
         interval,
         start,
         s.end,

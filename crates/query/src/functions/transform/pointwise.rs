@@ -15,11 +15,13 @@
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
 
-use crate::functions::util::{
-    copy_of, format_d, format_g, input_error, py_max, py_min, py_pow, py_round, row, take_series,
-};
+use crate::functions::aggregation::row;
+use crate::functions::align::copy_of;
+use crate::functions::args::{input_error, take_series};
 use crate::functions::Invocation;
 use crate::py;
+use crate::py::format::{format_d, format_g};
+use crate::py::number::{py_max, py_min, py_pow, py_round};
 use crate::series::TimeSeries;
 
 type Output = Result<Value, QueryError>;

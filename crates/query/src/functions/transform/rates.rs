@@ -16,8 +16,11 @@
 use crate::attime::parse_time_offset;
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
-use crate::functions::util::{copy_of, input_error, py_round, row, take_series};
+use crate::functions::aggregation::row;
+use crate::functions::align::copy_of;
+use crate::functions::args::{input_error, take_series};
 use crate::functions::Invocation;
+use crate::py::number::py_round;
 
 type Output = Result<Value, QueryError>;
 

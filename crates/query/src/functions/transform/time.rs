@@ -20,7 +20,8 @@ use chrono_tz::OffsetComponents;
 use crate::attime::{parse_at_time, parse_time_offset};
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
-use crate::functions::util::{eval_first_arg, input_error, row, take_series};
+use crate::functions::aggregation::row;
+use crate::functions::args::{eval_first_arg, input_error, take_series};
 use crate::functions::Invocation;
 
 use super::pointwise::rename;

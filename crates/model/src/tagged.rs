@@ -1,6 +1,9 @@
-//! Tagged series names, `name;tag1=value1;tag2=value2`, validated and put in canonical
-//! form as carbon 1.1.10 does it (`TaggedSeries.parse_carbon(path).path` in
-//! `carbon/util.py`, applied to every metric by carbon-cache before it is stored).
+//! Tagged series names, `name;tag1=value1;tag2=value2`: carbon 1.1.10's grammar
+//! (`TaggedSeries` in `carbon/util.py`), kept once for every stage. Ingest puts names in
+//! canonical form with it ([`canonicalize`], [`canonical_name`]: carbon-cache applies
+//! `TaggedSeries.parse_carbon(path).path` to every metric before it is stored); the
+//! store's tag index and the query's series tags read tags out of a name with
+//! [`parse_carbon`].
 //!
 //! carbon's rules, which [`canonicalize`] follows:
 //! - the metric is the text before the first `;` and must not be empty;
@@ -138,6 +141,41 @@ pub fn canonical_name(name: Cow<'_, str>) -> Result<Cow<'_, str>, TagError> {
     Ok(Cow::Owned(out))
 }
 
+/// The tags of a tagged name as carbon's `TaggedSeries.parse_carbon` reads them: in
+/// first-seen order, a repeated tag keeping its first place and its last value, `name`
+/// (the metric, leading `~` removed) last unless given as a segment, where it takes
+/// the metric's value. `None` for a name carbon would refuse.
+pub fn parse_carbon(name: &str) -> Option<Vec<(&str, &str)>> {
+    let mut tags: Vec<(&str, &str)> = Vec::new();
+    parse_carbon_with(name, |tag, value| {
+        match tags.iter_mut().find(|(t, _)| *t == tag) {
+            Some(slot) => slot.1 = value,
+            None => tags.push((tag, value)),
+        }
+    })?;
+    Some(tags)
+}
+
+/// [`parse_carbon`] into the caller's own map: `set(tag, value)` for each segment in
+/// order, then `set("name", metric)`; `set` keeps the place of a tag it already holds,
+/// as a Python dict does. `None` for a name carbon would refuse, possibly after some
+/// calls (the caller drops what it built).
+pub fn parse_carbon_with<'a>(name: &'a str, mut set: impl FnMut(&'a str, &'a str)) -> Option<()> {
+    let mut segments = name.split(';');
+    let metric = segments.next().filter(|m| !m.is_empty())?;
+    for segment in segments {
+        let (tag, value) = segment.split_once('=')?;
+        validate(tag, value).ok()?;
+        set(tag, value);
+    }
+    let metric = metric.trim_start_matches('~');
+    if metric.is_empty() {
+        return None;
+    }
+    set("name", metric);
+    Some(())
+}
+
 /// Sorts `tag=value` pairs as carbon orders them, keeping the last value of a tag
 /// given more than once.
 pub fn sort_unique<K: AsRef<str>, V: AsRef<str>>(tags: &mut Vec<(K, V)>) {
@@ -229,6 +267,25 @@ mod tests {
             canonical_name(Cow::Borrowed("m;k=")),
             Err(TagError::EmptyValue("k".into()))
         );
+    }
+
+    #[test]
+    fn parse_carbon_order_and_refusals() {
+        assert_eq!(
+            parse_carbon("~m;b=1;a=2;b=3").unwrap(),
+            [("b", "3"), ("a", "2"), ("name", "m")]
+        );
+        assert_eq!(
+            parse_carbon("m;name=x;k=v").unwrap(),
+            [("name", "m"), ("k", "v")]
+        );
+        assert_eq!(parse_carbon("a.b").unwrap(), [("name", "a.b")]);
+        assert!(parse_carbon("m;k=").is_none());
+        assert!(parse_carbon(";k=v").is_none());
+        assert!(parse_carbon("m;novalue").is_none());
+        assert!(parse_carbon("m;a!=b").is_none());
+        assert!(parse_carbon("m;a=~x").is_none());
+        assert!(parse_carbon("~~;k=v").is_none());
     }
 
     #[test]

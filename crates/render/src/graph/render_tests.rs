@@ -2,11 +2,11 @@
 //! the series' colours looked for on the rows their values map to; SVGs are checked
 //! to be well-formed and to carry their text.
 
-use chrono_tz::Tz;
-use sumi_render::graph::{
+use crate::graph::{
     render_graph, render_graph_with_info, DrawType, GraphError, GraphInfo, GraphOptions,
     GraphSeries, ImageFormat, Style,
 };
+use chrono_tz::Tz;
 
 const T0: i64 = 1_710_201_600; // 2024-03-12 00:00:00 UTC
 const STEP: i64 = 60;
@@ -190,7 +190,7 @@ fn filled_areas_do_not_cover_earlier_ones() {
     // The rrd style paints in order: the later area covers the earlier one.
     let mut rrd = GraphOptions::rrd();
     rrd.y.min = Some(0.0);
-    rrd.y.max = Some(sumi_render::graph::AxisMax::Value(100.0));
+    rrd.y.max = Some(crate::graph::AxisMax::Value(100.0));
     rrd.hide_grid = true;
     rrd.color_list = vec!["blue".into(), "green".into()];
     let a = constant("a", 40.0, 60).with_draw(DrawType::Area, false);
