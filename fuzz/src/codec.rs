@@ -9,6 +9,8 @@
 //!   arbitrary, values as raw bits, decimals or a random walk), encodes them, and requires the
 //!   block to decode to exactly those points, bit for bit, with `info` and `decode_window`
 //!   agreeing. It never accepts an error.
+//!
+//! Their seed corpora are generated: [`decode_seeds`] and [`roundtrip_seeds`].
 
 use sumi_store::codec::{decode, decode_window, encode, info};
 
@@ -168,21 +170,121 @@ fn check_window(block: &[u8], from: i64, until: i64, slots: &[i64], values: &[f6
     assert_eq!(got, want, "window {from}..{until}");
 }
 
+/// Seed inputs for `corpus/codec_decode/`, by file name: blocks the encoder writes, of
+/// the shapes the store holds (see `tests/corpus.rs`).
+pub fn decode_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let t0 = 1_700_000_000i64;
+    let dense: Vec<i64> = (0..120).map(|i| t0 + i * 10).collect();
+    let gapped: Vec<i64> = (0..60)
+        .scan(t0, |t, i| {
+            *t += 60 * (1 + i % 4);
+            Some(*t)
+        })
+        .collect();
+    let special = [
+        f64::NAN,
+        -0.0,
+        0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::MIN_POSITIVE / 4.0,
+        f64::from_bits(0x7ff8_0000_dead_beef),
+        f64::MAX,
+    ];
+    let block = |step: u32, slots: &[i64], values: &[f64]| {
+        let mut out = Vec::new();
+        encode(step, slots, values, &mut out);
+        out
+    };
+    vec![
+        ("empty", block(10, &[], &[])),
+        ("one_point", block(10, &[t0], &[1.0])),
+        (
+            "dense_decimals",
+            block(
+                10,
+                &dense,
+                &dense
+                    .iter()
+                    .map(|&s| (s % 97) as f64 / 10.0)
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        (
+            "gapped_counter",
+            block(
+                60,
+                &gapped,
+                &gapped
+                    .iter()
+                    .map(|&s| (s - t0) as f64 * 3.0)
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        (
+            "dense_random_bits",
+            block(
+                1,
+                &dense[..16],
+                &bytes(7, 128)
+                    .chunks(8)
+                    .map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        (
+            "special_values",
+            block(10, &dense[..special.len()], &special),
+        ),
+    ]
+}
+
+/// Seed inputs for `corpus/codec_roundtrip/`, by file name: a control byte for each kind
+/// of step, values and slots (see [`codec_roundtrip`]), then bytes to build them from.
+pub fn roundtrip_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let seed = |control: u8, len: usize| {
+        let mut v = vec![control];
+        v.extend(bytes(u64::from(control), len));
+        v
+    };
+    vec![
+        ("step1_raw_values_dense", seed(0, 200)),
+        ("step10_decimals_dense", seed(1 | 1 << 3, 120)),
+        ("step60_walk_dense", seed(2 | 2 << 3, 120)),
+        ("step0_walk_gapped", seed(3 | 2 << 3 | 4 << 5, 120)),
+        ("step_any_decimals_gapped", seed(4 | 1 << 3 | 5 << 5, 120)),
+        ("step10_raw_values_raw_slots", seed(1 | 6 << 5, 200)),
+        ("step60_decimals_raw_slots", seed(2 | 1 << 3 | 7 << 5, 160)),
+    ]
+}
+
+/// A small deterministic generator, so that seeds need no dependency.
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut s = seed;
+    (0..len)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 56) as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A small deterministic generator, so that the test needs no dependency.
-    fn bytes(seed: u64, len: usize) -> Vec<u8> {
-        let mut s = seed;
-        (0..len)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (s >> 56) as u8
-            })
-            .collect()
+    #[test]
+    fn the_seeds_pass_and_every_decode_seed_decodes() {
+        for (name, block) in decode_seeds() {
+            let (mut slots, mut values) = (Vec::new(), Vec::new());
+            decode(&block, &mut slots, &mut values).unwrap_or_else(|e| panic!("{name}: {e}"));
+            codec_decode(&block);
+        }
+        for (_, input) in roundtrip_seeds() {
+            codec_roundtrip(&input);
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod plaintext;
 pub mod remote_write;
 pub mod tagged;
 pub mod target;
+pub mod wal;
 
 /// A fuzz target: must not panic, whatever the bytes.
 pub type Target = fn(&[u8]);
@@ -35,6 +36,19 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("remote_write", remote_write::remote_write),
     ("glob", glob::glob),
     ("tagged_name", tagged::tagged_name),
+    ("wal_segment", wal::wal_segment),
+];
+
+/// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
+/// are binary formats: `tests/corpus.rs` checks that `corpus/<target>/` holds them, and
+/// `SUMI_FUZZ_WRITE_CORPUS=1 cargo test -p sumi-fuzz --test corpus` writes them.
+pub type Seeds = fn() -> Vec<(&'static str, Vec<u8>)>;
+
+/// The targets whose corpus is generated, with their generators.
+pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
+    ("codec_decode", codec::decode_seeds),
+    ("codec_roundtrip", codec::roundtrip_seeds),
+    ("wal_segment", wal::seeds),
 ];
 
 /// The target called `name`.

@@ -21,11 +21,35 @@ fn every_target_survives_a_short_seeded_run() {
         "fuzz smoke run failed:\n{stdout}\n{stderr}"
     );
     for (name, _) in sumi_fuzz::TARGETS {
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name) && l.contains(" ok "))
+            .unwrap_or_else(|| panic!("target {name} did not run:\n{stdout}"));
+        let (inputs, seeds) = counts(line);
         assert!(
-            stdout
-                .lines()
-                .any(|l| l.starts_with(name) && l.contains(" ok ")),
-            "target {name} did not run:\n{stdout}"
+            inputs >= MIN_INPUTS,
+            "target {name} ran {inputs} inputs, fewer than {MIN_INPUTS}:\n{stdout}"
         );
+        assert!(seeds > 0, "target {name} started from no seed:\n{stdout}");
     }
+}
+
+/// Inputs each target must get through in its two seconds (of a debug build), so that
+/// a target that stopped doing work, or became too slow to find anything, fails.
+const MIN_INPUTS: u64 = 1000;
+
+/// The inputs and seeds of a driver line
+/// (`<target>  ok  <inputs> inputs in <secs> s (<rate>/s), <seeds> seeds`).
+fn counts(line: &str) -> (u64, u64) {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let before = |word: &str| -> u64 {
+        let i = words
+            .iter()
+            .position(|w| *w == word)
+            .unwrap_or_else(|| panic!("no {word:?} in {line:?}"));
+        words[i - 1]
+            .parse()
+            .unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    };
+    (before("inputs"), before("seeds"))
 }

@@ -107,6 +107,12 @@ class CompareRender(unittest.TestCase):
         compare.compare(q, bad, Response(422, "text/plain", b"no"), compare.Stats())
         with self.assertRaisesRegex(compare.Mismatch, "refuses"):
             compare.compare(q, bad, ok([]), compare.Stats())
+        # sumi must refuse too, not fail: a 5xx is a difference, even against a 5xx
+        for status in (500, 502, 503):
+            with self.assertRaisesRegex(compare.Mismatch, "sumi fails with %d" % status):
+                compare.compare(q, bad, Response(status, "text/plain", b"boom"), compare.Stats())
+            with self.assertRaisesRegex(compare.Mismatch, "sumi fails"):
+                compare.compare(q, Response(500, "text/plain", b"x"), Response(status, "text/plain", b"boom"), compare.Stats())
         with self.assertRaises(compare.Invalid):
             compare.compare(q, ok([]), ok([]), compare.Stats())
 

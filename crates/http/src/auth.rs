@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use base64::Engine as _;
 use parking_lot::Mutex;
 use subtle::{Choice, ConstantTimeEq};
@@ -285,13 +285,14 @@ const LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 impl Default for Auth {
     fn default() -> Auth {
-        Auth::open()
+        Auth::disabled()
     }
 }
 
 impl Auth {
-    /// No tokens: every endpoint is open (the default; listeners are on loopback).
-    pub fn open() -> Auth {
+    /// Authentication disabled: no tokens, every endpoint is open (the default;
+    /// listeners are on loopback).
+    pub fn disabled() -> Auth {
         Auth {
             read: Vec::new(),
             write: Vec::new(),
@@ -309,7 +310,7 @@ impl Auth {
             write: secrets("write_tokens", &config.write_tokens)?,
             admin: secrets("admin_tokens", &config.admin_tokens)?,
             public_metrics: config.public_metrics,
-            ..Auth::open()
+            ..Auth::disabled()
         })
     }
 
@@ -494,23 +495,15 @@ fn refusal_response(why: Refusal, access: Access) -> Response {
     let (status, body) = match why {
         Refusal::Missing => (
             StatusCode::UNAUTHORIZED,
-            "authentication required\n".to_string(),
+            "authentication required".to_string(),
         ),
-        Refusal::Invalid => (
-            StatusCode::UNAUTHORIZED,
-            "invalid credentials\n".to_string(),
-        ),
+        Refusal::Invalid => (StatusCode::UNAUTHORIZED, "invalid credentials".to_string()),
         Refusal::Forbidden => (
             StatusCode::FORBIDDEN,
-            format!("this token may not {}\n", access.verb()),
+            format!("this token may not {}", access.verb()),
         ),
     };
-    let mut resp = (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        body,
-    )
-        .into_response();
+    let mut resp = crate::text_error(status, body);
     if status == StatusCode::UNAUTHORIZED {
         let h = resp.headers_mut();
         h.append(
@@ -659,7 +652,7 @@ mod tests {
 
     #[test]
     fn nothing_configured_is_open() {
-        let a = Auth::open();
+        let a = Auth::disabled();
         assert!(!a.is_enabled());
         for class in [Access::Open, Access::Read, Access::Write, Access::Admin] {
             assert_eq!(a.check(class, &HeaderMap::new()), Ok(()));
@@ -715,7 +708,7 @@ mod tests {
             a.summary(),
             "reads: open, writes: token, admin: write token, /metrics: open"
         );
-        assert_eq!(Auth::open().summary(), "no authentication");
+        assert_eq!(Auth::disabled().summary(), "no authentication");
         assert_eq!(a.check(Access::Read, &HeaderMap::new()), Ok(()));
         assert_eq!(a.check(Access::Admin, &bearer(W)), Ok(()));
         assert!(a.public_metrics());

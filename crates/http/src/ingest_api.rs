@@ -26,12 +26,7 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 
 fn status_text(status: u16, msg: String) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    (
-        code,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        msg + "\n",
-    )
-        .into_response()
+    crate::text_error(code, msg)
 }
 
 /// Appends through the [`Sink`](sumi_model::Sink) on a blocking thread (the WAL write

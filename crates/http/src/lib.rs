@@ -1,6 +1,8 @@
 //! HTTP: URLs to the stages behind them. One module per API:
 //!
-//! - [`render`]: graphite-web's `/render` (json, csv, raw).
+//! - [`render`]: graphite-web's `/render` (json, csv, raw, pickle, msgpack).
+//! - `image`: graph images (PNG, SVG) for `/render?format=png|svg` and
+//!   GrowthForecast's `/graph/...`.
 //! - [`metrics_api`]: `/metrics/find` (and its alias `/metrics?query=`),
 //!   `/metrics/expand`, `/metrics/index.json`.
 //! - [`ingest_api`]: points over HTTP: `/api/v0/tsdb` (JSON bulk), `/api/v1/write`
@@ -16,7 +18,7 @@
 //! - [`params`]: request parameters merged as Django merges them.
 //! - [`source`]: the store seen through the query crate's `SeriesSource` seam.
 //! - [`growthforecast`]: GrowthForecast's HTTP API (`/api/...`, `/json/...`, `/graph/...`,
-//!   `/xport/...`), its metadata in SQLite, and graph images (also `/render?format=png`).
+//!   `/xport/...`) and its metadata in SQLite.
 //! - [`ui`]: the web UI (GrowthForecast's pages and a metric browser), assets embedded.
 //!
 //! Handlers parse parameters and hand the work to blocking threads (evaluation reads
@@ -27,6 +29,7 @@ pub mod admin_api;
 pub mod auth;
 pub mod functions_api;
 pub mod growthforecast;
+pub(crate) mod image;
 pub mod ingest_api;
 pub mod metrics_api;
 pub mod ops;
@@ -57,14 +60,14 @@ use sumi_store::Store;
 use crate::params::Params;
 use crate::source::{QueryLimits, StoreSource};
 
-/// What every handler shares.
+/// What every handler shares, built once by [`AppState::new`].
 pub struct AppState {
     pub store: Arc<Store>,
     /// Where points posted over HTTP go (the ingest routes, GrowthForecast): the store,
     /// through the same seam the carbon listeners use.
     pub sink: Arc<dyn Sink>,
     pub source: StoreSource,
-    /// What one `/render` request may read (default: [`QueryLimits::default`]).
+    /// What one `/render` request may read.
     pub limits: QueryLimits,
     pub ingest: Arc<IngestStats>,
     pub functions: Registry,
@@ -73,12 +76,34 @@ pub struct AppState {
     pub started: Instant,
     /// GrowthForecast's metadata database and post writer.
     pub gf: growthforecast::Gf,
-    /// Who may call what (default: everyone, see [`auth`]).
+    /// Who may call what (see [`auth`]).
     pub auth: Arc<auth::Auth>,
     /// Request counts and latencies, for `/metrics` and self-monitoring.
     pub http_stats: Arc<reqstats::HttpStats>,
     /// What `/ready` answers; the server marks it ready and stopping.
     pub readiness: Arc<ops::Readiness>,
+}
+
+/// How the HTTP stage is configured (the server's `[http]` and `[auth]` sections).
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// graphite-web's `TIME_ZONE`, a tz database name: the zone of requests without
+    /// `tz`. Default `UTC`, as graphite-web's.
+    pub timezone: String,
+    /// What one `/render` request may read (default: [`QueryLimits::default`]).
+    pub limits: QueryLimits,
+    /// Who may call what (default: [`auth::Auth::disabled`], every endpoint open).
+    pub auth: Arc<auth::Auth>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> HttpOptions {
+        HttpOptions {
+            timezone: "UTC".to_string(),
+            limits: QueryLimits::default(),
+            auth: Arc::new(auth::Auth::disabled()),
+        }
+    }
 }
 
 /// A configuration error of the HTTP stage.
@@ -97,25 +122,25 @@ impl AppState {
     pub fn new(
         store: Arc<Store>,
         ingest: Arc<IngestStats>,
-        default_tz: &str,
         data_dir: &Path,
         gf_series: growthforecast::SeriesRegistry,
+        options: HttpOptions,
     ) -> Result<AppState, HttpConfigError> {
-        let tz = sumi_query::attime::lookup_timezone(default_tz)
-            .ok_or_else(|| HttpConfigError::TimeZone(default_tz.to_string()))?;
+        let tz = sumi_query::attime::lookup_timezone(&options.timezone)
+            .ok_or_else(|| HttpConfigError::TimeZone(options.timezone.clone()))?;
         let sink: Arc<dyn Sink> = store.clone();
         let gf = growthforecast::Gf::open(data_dir, sink.clone(), gf_series)?;
         Ok(AppState {
             gf,
             sink,
             source: StoreSource::new(store.clone()),
-            limits: QueryLimits::default(),
+            limits: options.limits,
             store,
             ingest,
             functions: Registry::standard(),
             default_tz: tz,
             started: Instant::now(),
-            auth: Arc::new(auth::Auth::open()),
+            auth: options.auth,
             http_stats: Arc::new(reqstats::HttpStats::default()),
             readiness: Arc::new(ops::Readiness::default()),
         })
@@ -216,33 +241,29 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            format!("{}\n", self.message),
-        )
-            .into_response()
+        text_error(self.status, self.message)
     }
+}
+
+/// Every answer that is not a success and not JSON: `status` with the message as one
+/// line of plain text.
+pub(crate) fn text_error(status: StatusCode, msg: impl std::fmt::Display) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{msg}\n"),
+    )
+        .into_response()
 }
 
 /// A client error: 400 with the message as plain text.
 pub(crate) fn bad_request(msg: impl std::fmt::Display) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        format!("{msg}\n"),
-    )
-        .into_response()
+    text_error(StatusCode::BAD_REQUEST, msg)
 }
 
 /// A server-side failure: 500 with the message.
 pub(crate) fn server_error(msg: impl std::fmt::Display) -> Response {
-    (
-        StatusCode::INTERNAL_SERVER_ERROR,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        format!("{msg}\n"),
-    )
-        .into_response()
+    text_error(StatusCode::INTERNAL_SERVER_ERROR, msg)
 }
 
 pub(crate) fn rendered(r: sumi_render::Rendered) -> Response {

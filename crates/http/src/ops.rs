@@ -72,7 +72,8 @@ impl Readiness {
     }
 
     /// Whether `/ready` answers 200.
-    pub fn is_ready(&self) -> bool {
+    #[cfg(test)]
+    fn is_ready(&self) -> bool {
         self.0.load(Ordering::SeqCst) == READY
     }
 }

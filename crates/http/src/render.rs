@@ -1,5 +1,6 @@
 //! `/render`: graphite-web's render API for the data formats (json, csv, raw, and
-//! pickle and msgpack, which a graphite-web cluster reads).
+//! pickle and msgpack, which a graphite-web cluster reads); graphs (png, svg) are
+//! drawn by `crate::image`.
 //!
 //! Parameters as graphite-web's `parseOptions` reads them: `target` (repeatable; or
 //! `target[]`), `from`/`until`/`now` in any form graphite accepts, `tz`, `format`
@@ -36,7 +37,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::params::Params;
 use crate::source::StoreSource;
-use crate::{bad_request, rendered, request_params, request_tz, server_error, unix_now, AppState};
+use crate::{
+    bad_request, image, rendered, request_params, request_tz, server_error, text_error, unix_now,
+    AppState,
+};
 
 /// Bytes of JSON written before a chunk is handed to the connection.
 const CHUNK_BYTES: usize = 256 * 1024;
@@ -178,12 +182,7 @@ impl futures_core::Stream for ChunkStream {
 
 /// 422 for a request over the query limits: the client can narrow it.
 fn too_large(msg: impl std::fmt::Display) -> Response {
-    (
-        StatusCode::UNPROCESSABLE_ENTITY,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        format!("{msg}\n"),
-    )
-        .into_response()
+    text_error(StatusCode::UNPROCESSABLE_ENTITY, msg)
 }
 
 /// Evaluates the request; `big` is set when the answer is worth a
@@ -267,10 +266,10 @@ fn evaluate_and_render(state: &AppState, params: &Params, big: &mut bool) -> Ren
     }
     let series = answer.into_vec();
     if matches!(format, "png" | "svg") {
-        let svg = format == "svg";
-        let image =
-            crate::growthforecast::render_image(&series, params, tz, ctx.from, ctx.until, svg);
-        return done(image);
+        let format = image::format(format == "svg");
+        return done(image::render(
+            &series, params, tz, ctx.from, ctx.until, format,
+        ));
     }
     let out = match format {
         "csv" => render_csv(&series, tz),

@@ -310,7 +310,7 @@ pub(crate) struct TlsFiles {
 
 /// Flags of `sumi serve` that override the file.
 #[derive(Debug, Default, Clone, clap::Args)]
-pub(crate) struct ServeFlags {
+pub struct ServeFlags {
     /// sumi.toml to read (default: ./sumi.toml when it exists).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -342,9 +342,10 @@ pub(crate) struct ServeFlags {
     pub(crate) no_selfmon: bool,
 }
 
-/// The validated configuration.
+/// The validated configuration: [`Config::load`] for `sumi serve`,
+/// [`Config::for_tests`] for a server run in-process.
 #[derive(Debug, Clone)]
-pub(crate) struct Config {
+pub struct Config {
     pub(crate) data_dir: PathBuf,
     pub(crate) carbon_addr: SocketAddr,
     pub(crate) carbon_udp: bool,
@@ -397,7 +398,7 @@ impl Default for Config {
             ready_file: None,
             carbon_allow: None,
             tls: None,
-            auth: Arc::new(Auth::open()),
+            auth: Arc::new(Auth::disabled()),
             selfmon: SelfmonOptions::default(),
             warnings: Vec::new(),
         }
@@ -416,13 +417,38 @@ fn non_empty(p: Option<PathBuf>) -> Option<PathBuf> {
 impl Config {
     /// Reads the file named by `--config` (or `./sumi.toml` when present), then applies
     /// the flags on top.
-    pub(crate) fn load(flags: &ServeFlags) -> Result<Config> {
+    pub fn load(flags: &ServeFlags) -> Result<Config> {
         let file = match &flags.config {
             Some(path) => Some(read_file(path)?),
             None if Path::new("sumi.toml").exists() => Some(read_file(Path::new("sumi.toml"))?),
             None => None,
         };
         Config::from_parts(file.unwrap_or_default(), flags)
+    }
+
+    /// The defaults with the store in `data_dir` and every listener on a free
+    /// loopback port (`127.0.0.1:0`), for a server run in-process by a test.
+    pub fn for_tests(data_dir: &Path) -> Config {
+        let any_port: SocketAddr = "127.0.0.1:0".parse().expect("valid address");
+        Config {
+            data_dir: data_dir.to_path_buf(),
+            carbon_addr: any_port,
+            pickle_addr: any_port,
+            http_addr: any_port,
+            ..Config::default()
+        }
+    }
+
+    /// What the HTTP stage is built with.
+    pub(crate) fn http_options(&self) -> sumi_http::HttpOptions {
+        sumi_http::HttpOptions {
+            timezone: self.timezone.clone(),
+            limits: sumi_http::source::QueryLimits {
+                max_points: self.max_points_per_query,
+                max_series: self.max_series_per_query,
+            },
+            auth: self.auth.clone(),
+        }
     }
 
     pub(crate) fn from_parts(file: FileConfig, flags: &ServeFlags) -> Result<Config> {

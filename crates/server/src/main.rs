@@ -1,19 +1,16 @@
 //! `sumi`: one binary, one subcommand per job.
 //!
-//! - `sumi serve`: the server (config → open the store → bind → serve → ordered shutdown),
-//!   see [`serve`].
+//! - `sumi serve`: the server (config → bind → open the store → serve → ordered
+//!   shutdown), the library [`sumi_server`].
 //! - `sumi bench`: a carbon plaintext load generator that measures a server.
 //! - `sumi check`: verify (and repair) a data directory offline, see [`check`].
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use sumi_server::config::{Config, ServeFlags};
+
 mod check;
-mod config;
-mod notify;
-mod selfmon;
-mod serve;
-mod tls;
 
 #[derive(Parser)]
 #[command(
@@ -29,7 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server: carbon plaintext and pickle in, Graphite's HTTP API out.
-    Serve(config::ServeFlags),
+    Serve(ServeFlags),
     /// Generate carbon plaintext load against a server and measure it.
     Bench(Box<sumi_bench::BenchArgs>),
     /// Verify every checksum of a data directory (no server running); --repair fixes
@@ -60,9 +57,9 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Serve(flags) => {
             tune_malloc();
-            let config = config::Config::load(&flags)?;
-            serve::init_logging(&config.log_level, config.log_format);
-            serve::run_until_signal(config)
+            let config = Config::load(&flags)?;
+            sumi_server::init_logging(&config);
+            sumi_server::run_until_signal(config)
         }
         Command::Bench(args) => sumi_bench::run(*args),
         Command::Check(flags) => std::process::exit(check::run(&flags)),

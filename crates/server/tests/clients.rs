@@ -222,6 +222,9 @@ fn start_sumi(dir: &Path) -> Sumi {
 /// rounded to seconds, as write_graphite sends them.
 fn csv_points(root: &Path) -> BTreeMap<String, Vec<(f64, i64)>> {
     let mut out: BTreeMap<String, Vec<(f64, i64)>> = BTreeMap::new();
+    if !root.exists() {
+        return out; // nothing written yet
+    }
     for host in std::fs::read_dir(root).expect("csv dir") {
         let host = host.expect("csv entry").path();
         for plugin in std::fs::read_dir(&host).expect("csv host dir") {
@@ -238,8 +241,13 @@ fn csv_points(root: &Path) -> BTreeMap<String, Vec<(f64, i64)>> {
                     type_part
                 );
                 let text = std::fs::read_to_string(&file).expect("read csv");
+                // complete lines only: collectd may be writing the file
+                let text = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
                 let mut lines = text.lines();
-                let header: Vec<&str> = lines.next().expect("csv header").split(',').collect();
+                let Some(header) = lines.next() else {
+                    continue; // created, header not written yet
+                };
+                let header: Vec<&str> = header.split(',').collect();
                 assert_eq!(header[0], "epoch", "{}", file.display());
                 for line in lines {
                     let fields: Vec<&str> = line.split(',').collect();
@@ -373,8 +381,27 @@ LoadPlugin write_graphite
         .map(|(i, (id, v))| format!("PUTVAL \"{id}\" interval=1 {}:{v}", t0 + i as i64))
         .collect();
     putval(&socket, &commands);
-    std::thread::sleep(Duration::from_secs(4));
-    client.check_alive();
+    // until collectd has written our values and read the load twice (its csv shows it)
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        client.check_alive();
+        let all = csv_points(&csv);
+        let load = all.get("collectd.sumitest.load.load.shortterm");
+        let ours = |name: &str| all.get(name).map_or(0, Vec::len);
+        if load.is_some_and(|p| p.len() >= 2)
+            && ours("collectd.sumitest.exact.gauge-a") == 4
+            && ours("collectd.sumitest.exact-two.gauge-b") == 2
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "collectd's csv after 30 s: {:?}\n{}",
+            all.keys().collect::<Vec<_>>(),
+            client.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // collectd flushes write_graphite on the way out
     client.terminate();
 

@@ -14,6 +14,10 @@
 //!
 //! The log's `op started` / `op done` lines (debug, `sumi_store::failpoint`) show
 //! which operations a random kill interrupted; the report is printed.
+//!
+//! The kill times come from a seeded generator; the seed is printed first, and
+//! `SUMI_CRASH_SEED=<seed>` replays the same sequence of kill times (the moments the
+//! server reaches in between still depend on the machine's speed).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -24,12 +28,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::Rng;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 const CONNS: usize = 3;
 const SERIES: i64 = 60;
 /// Steps of one second, all in the past (a render ends at now) and inside level 0.
 const STEPS: i64 = 10;
+/// The environment variable that replays a run's kill times.
+const SEED_ENV: &str = "SUMI_CRASH_SEED";
 
 struct Server {
     child: Child,
@@ -157,6 +164,29 @@ fn place(k: i64, base: i64) -> (i64, i64) {
     (k % SERIES, base + k / SERIES)
 }
 
+/// The connections of one cycle's senders, opened before the clock starts. A server
+/// that refuses them fails the test, unless it has already died of its armed failpoint
+/// (a maintenance failpoint can fire before any load): then there is nothing to send.
+fn connect_senders(srv: &mut Server, failpoint: bool) -> Vec<TcpStream> {
+    let mut conns = Vec::new();
+    for c in 0..CONNS {
+        match TcpStream::connect(srv.carbon) {
+            Ok(s) => conns.push(s),
+            Err(e) => {
+                let exited = srv.child.try_wait().unwrap();
+                assert!(
+                    failpoint && exited.is_some(),
+                    "sender {c} cannot connect to {} (server exited: {exited:?}): {e}\n{}",
+                    srv.carbon,
+                    srv.log_text()
+                );
+                return Vec::new();
+            }
+        }
+    }
+    conns
+}
+
 /// Runs one cycle's load until the server dies (failpoint) or `kill_after` passes
 /// (then SIGKILL). Returns the acknowledged points and the maintenance counters seen.
 fn load_and_die(
@@ -164,17 +194,16 @@ fn load_and_die(
     prefix: &str,
     base: i64,
     kill_after: Option<Duration>,
+    failpoint: bool,
 ) -> (f64, BTreeMap<&'static str, f64>) {
     let stop = Arc::new(AtomicBool::new(false));
-    let senders: Vec<_> = (0..CONNS)
-        .map(|c| {
+    let senders: Vec<_> = connect_senders(srv, failpoint)
+        .into_iter()
+        .enumerate()
+        .map(|(c, mut s)| {
             let stop = stop.clone();
-            let addr = srv.carbon;
             let prefix = prefix.to_string();
             std::thread::spawn(move || {
-                let Ok(mut s) = TcpStream::connect(addr) else {
-                    return;
-                };
                 for step in 0..STEPS {
                     if stop.load(Ordering::Relaxed) {
                         return;
@@ -300,7 +329,14 @@ fn random_kills_and_every_failpoint_lose_nothing_the_wal_accepted() {
         .unwrap();
     let data = dir.path().join("data");
     let flags = setup(dir.path());
-    let mut rng = rand::thread_rng();
+    let seed = match std::env::var(SEED_ENV) {
+        Ok(v) => v
+            .parse::<u64>()
+            .unwrap_or_else(|e| panic!("{SEED_ENV}={v:?}: {e}")),
+        Err(_) => rand::random(),
+    };
+    eprintln!("crash_random: seed {seed} (replay the kill times with {SEED_ENV}={seed})");
+    let mut rng = StdRng::seed_from_u64(seed);
     let t_start = Instant::now();
     let mut n = 0usize;
     let mut hit_ops: BTreeMap<String, u32> = BTreeMap::new();
@@ -315,7 +351,7 @@ fn random_kills_and_every_failpoint_lose_nothing_the_wal_accepted() {
         let prefix = format!("r{cycles}");
         let base = now() - STEPS - 2;
         let kill = Duration::from_millis(rng.gen_range(50..1200));
-        let (acked, counters) = load_and_die(&mut srv, &prefix, base, Some(kill));
+        let (acked, counters) = load_and_die(&mut srv, &prefix, base, Some(kill), false);
         for op in interrupted(&srv.log_text()) {
             *hit_ops.entry(op).or_default() += 1;
         }
@@ -358,7 +394,7 @@ fn random_kills_and_every_failpoint_lose_nothing_the_wal_accepted() {
         n += 1;
         let prefix = format!("f{i}");
         let base = now() - STEPS - 2;
-        let (acked, _) = load_and_die(&mut srv, &prefix, base, Some(Duration::from_secs(8)));
+        let (acked, _) = load_and_die(&mut srv, &prefix, base, Some(Duration::from_secs(8)), true);
         let log = srv.log_text();
         if log.contains(&format!("sumi failpoint {fp} fired")) {
             fired.push(*fp);

@@ -131,7 +131,8 @@ fn max_connections_refuses_extra_connections() {
     let sumi = start(dir.path(), "[carbon]\nmax_connections = 2\n");
     let c1 = TcpStream::connect(sumi.carbon).unwrap();
     let c2 = TcpStream::connect(sumi.carbon).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // both are accepted and counted before the third comes
+    sumi.wait_metric("sumi_carbon_connections_open", 2.0);
     let mut c3 = TcpStream::connect(sumi.carbon).unwrap();
     c3.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut buf = [0u8; 16];

@@ -34,7 +34,7 @@ impl Store {
         if !found.is_empty() {
             tracing::info!(series = found.len(), patterns = ?patterns, "series deleted");
             // wake the compactor so the space comes back soon
-            self.inner.wake.notify_all();
+            self.inner.workers.wake();
         }
         Ok(found.into_iter().map(|(_, n)| n).collect())
     }
@@ -48,7 +48,7 @@ impl Store {
         let n = idx.delete(&ids)?;
         drop(idx);
         if n > 0 {
-            self.inner.wake.notify_all();
+            self.inner.workers.wake();
         }
         Ok(n)
     }

@@ -4,9 +4,9 @@
 //! and only then the rows applied to the head, in WAL order: a batch whose log write
 //! fails is never visible to readers (the `Sink` contract).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sumi_model::{AppendOutcome, Batch, Sink, SinkError};
 
@@ -45,54 +45,6 @@ impl Store {
         })
     }
 }
-
-/// `max_new_series_per_minute` as a token bucket: full at the start, refilled evenly
-/// (limit / 60 a second), so a burst of up to a minute's budget passes at once.
-pub(crate) struct CreateBudget {
-    per_minute: u64,
-    tokens: f64,
-    at: Instant,
-}
-
-impl CreateBudget {
-    pub(crate) fn new(per_minute: u64) -> CreateBudget {
-        CreateBudget {
-            per_minute,
-            tokens: per_minute as f64,
-            at: Instant::now(),
-        }
-    }
-
-    /// Takes one creation from the budget; false when it is spent.
-    fn take(&mut self, now: Instant) -> bool {
-        if self.per_minute == 0 {
-            return true;
-        }
-        let cap = self.per_minute as f64;
-        let dt = now.saturating_duration_since(self.at).as_secs_f64();
-        self.at = self.at.max(now);
-        self.tokens = (self.tokens + dt * cap / 60.0).min(cap);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// How long until [`take`](Self::take) succeeds again, from its last call.
-    fn retry_after(&self) -> Duration {
-        if self.per_minute == 0 {
-            return Duration::ZERO;
-        }
-        let missing = (1.0 - self.tokens).max(0.0);
-        Duration::from_secs_f64(missing * 60.0 / self.per_minute as f64)
-    }
-}
-
-/// When the series-limit warning was last logged (seconds on the monotonic clock
-/// since the first), so that a flood of refused names logs once per 10 s.
-static SERIES_LIMIT_LOGGED: AtomicU64 = AtomicU64::new(0);
 
 /// Where a point goes, or why not.
 enum Placed {
@@ -177,12 +129,10 @@ impl Inner {
                     continue;
                 }
                 None => {
-                    let mut budget = self.create_budget.lock();
-                    if !budget.take(t) {
-                        throttled = Some(budget.retry_after());
+                    if let Err(wait) = self.admission.take_create(t) {
+                        throttled = Some(wait);
                         break;
                     }
-                    drop(budget);
                     created += 1;
                     create_series(&mut idx, &self.opts.rules, name)?
                 }
@@ -197,7 +147,7 @@ impl Inner {
             .series_created
             .fetch_add(created, Ordering::Relaxed);
         if refused > 0 {
-            log_series_limit(max, refused);
+            self.admission.log_series_limit(max, refused);
         }
         if let Some(retry_after) = throttled {
             return Err(StoreError::NewSeriesRate {
@@ -223,7 +173,7 @@ impl Inner {
     /// the later of two writes to one slot wins in the head as on replay; a freeze
     /// waits for every queued record to be applied before it takes the head.
     pub(crate) fn append(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.admission.is_closed() {
             return Err(StoreError::Closed);
         }
         if let Some(e) = self.wal.failure() {
@@ -233,12 +183,10 @@ impl Inner {
         if batch.is_empty() {
             return Ok(out);
         }
-        self.disk.check(&self.metrics)?;
-        let held = (self.head_rows.load(Ordering::Relaxed)
-            + self.frozen_rows.load(Ordering::Relaxed))
-            * std::mem::size_of::<crate::head::Row>();
+        self.admission.check_disk(&self.metrics)?;
+        let held = self.head.held_bytes();
         if held > self.opts.flush_bytes.saturating_mul(4) {
-            self.wake.notify_all();
+            self.workers.wake();
             return Err(StoreError::Backpressure(format!(
                 "the head holds {held} bytes, four times flush_bytes: flushes are failing or far behind"
             )));
@@ -301,8 +249,8 @@ impl Inner {
         encode_points(&points, &mut payload);
 
         let (start, lsn) = {
-            let mut ap = self.append.lock();
-            if self.closed.load(Ordering::Acquire) {
+            let mut ap = self.head.lock_append();
+            if self.admission.is_closed() {
                 return Err(StoreError::Closed);
             }
             // late points into partitions whose rollup has started make them dirty
@@ -317,7 +265,7 @@ impl Inner {
                 }
             }
             if roll_changed {
-                *self.roll_view.write() = Arc::new(ap.roll.clone());
+                self.parts.publish_roll(&ap.roll);
             }
             self.wal.enqueue(&payload)?
         };
@@ -325,55 +273,17 @@ impl Inner {
         // every record takes its turn, applied or not, so that later ones go on
         let turn = self.wal.turn(start, lsn);
         committed?;
-        let n = self.shards.len();
-        if n == 1 {
-            let mut h = self.shards[0].write();
-            for (p, &c) in points.iter().zip(&classes) {
-                h.push(p.series, c, p.level, p.slot, p.value);
-            }
-        } else {
-            for (s, shard) in self.shards.iter().enumerate() {
-                let mut h = None;
-                for (p, &c) in points.iter().zip(&classes) {
-                    if p.series as usize % n == s {
-                        h.get_or_insert_with(|| shard.write())
-                            .push(p.series, c, p.level, p.slot, p.value);
-                    }
-                }
-            }
-        }
-        self.head_rows.fetch_add(points.len(), Ordering::Relaxed);
+        self.head.push(&turn, &points, &classes);
         drop(turn);
         out.accepted = points.len() as u64;
         self.metrics
             .points_stored
             .fetch_add(out.accepted, Ordering::Relaxed);
         self.metrics.appends.fetch_add(1, Ordering::Relaxed);
-        if self.head_rows.load(Ordering::Relaxed) * std::mem::size_of::<crate::head::Row>()
-            >= self.opts.flush_bytes
-        {
-            self.wake.notify_all();
+        if self.head.active_bytes() >= self.opts.flush_bytes {
+            self.workers.wake();
         }
         Ok(out)
-    }
-}
-
-/// Logs refused new series at most once per 10 s.
-fn log_series_limit(max: usize, refused: u64) {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let now = START.get_or_init(Instant::now).elapsed().as_secs() + 10;
-    let last = SERIES_LIMIT_LOGGED.load(Ordering::Relaxed);
-    if now >= last + 10
-        && SERIES_LIMIT_LOGGED
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    {
-        tracing::warn!(
-            max_series = max,
-            refused,
-            "new series refused: the store holds max_series series \
-             (counted in sumi_points_rejected_total{{reason=\"series_limit\"}})"
-        );
     }
 }
 
@@ -403,44 +313,6 @@ mod tests {
             Placed::At { level, slot } => Some((level, slot)),
             _ => None,
         }
-    }
-
-    #[test]
-    fn create_budget_refills_evenly() {
-        let t0 = Instant::now();
-        let mut b = CreateBudget::new(60);
-        b.at = t0;
-        for _ in 0..60 {
-            assert!(b.take(t0));
-        }
-        assert!(!b.take(t0), "a minute's budget is spent");
-        assert!(!b.take(t0 + std::time::Duration::from_millis(500)));
-        assert!(b.take(t0 + std::time::Duration::from_millis(1100)));
-        assert!(!b.take(t0 + std::time::Duration::from_millis(1100)));
-        // never more than a minute's worth, however long it rested
-        let later = t0 + std::time::Duration::from_secs(3600);
-        assert_eq!((0..100).filter(|_| b.take(later)).count(), 60);
-        let mut unlimited = CreateBudget::new(0);
-        assert!((0..10_000).all(|_| unlimited.take(t0)));
-        assert_eq!(unlimited.retry_after(), std::time::Duration::ZERO);
-    }
-
-    #[test]
-    fn create_budget_says_when_the_next_series_passes() {
-        let t0 = Instant::now();
-        let mut b = CreateBudget::new(120);
-        b.at = t0;
-        for _ in 0..120 {
-            assert!(b.take(t0));
-        }
-        assert!(!b.take(t0));
-        // one token every 0.5 s
-        assert_eq!(b.retry_after(), std::time::Duration::from_millis(500));
-        let later = t0 + std::time::Duration::from_millis(200);
-        assert!(!b.take(later));
-        let left = b.retry_after().as_secs_f64();
-        assert!((left - 0.3).abs() < 1e-9, "{left}");
-        assert!(b.take(later + b.retry_after()));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The background threads: the flusher (head → parts, then rollups and retention), the
 //! compactor, and under the interval fsync policy the WAL syncer. Each sleeps on the
-//! store's condvar and stops when `close` or `Drop` sets the stop flag. Failures are
+//! [`Workers`]' condvar and stops when `close` or `Drop` sets the stop flag. Failures are
 //! logged and counted; the next round tries again.
 
 use std::sync::atomic::Ordering;
@@ -8,21 +8,63 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use parking_lot::{Condvar, Mutex};
+
 use crate::store::Inner;
 use crate::{FsyncPolicy, StoreError};
 
-/// Sleeps up to `d` (or until woken); returns true when the store is stopping.
-fn sleep(inner: &Inner, d: Duration) -> bool {
-    let mut stop = inner.stop.lock();
-    if *stop {
-        return true;
-    }
-    inner.wake.wait_for(&mut stop, d);
-    *stop
+/// The background threads and what they sleep on: a stop flag and a condvar that
+/// appends, deletes and `close` use to wake them.
+pub(crate) struct Workers {
+    stop: Mutex<bool>,
+    wake: Condvar,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-fn stopping(inner: &Inner) -> bool {
-    *inner.stop.lock()
+impl Workers {
+    pub(crate) fn new() -> Workers {
+        Workers {
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Wakes every thread (work is due, or the store is stopping).
+    #[inline]
+    pub(crate) fn wake(&self) {
+        self.wake.notify_all();
+    }
+
+    /// Sleeps up to `d` (or until woken); returns true when the store is stopping.
+    fn sleep(&self, d: Duration) -> bool {
+        let mut stop = self.stop.lock();
+        if *stop {
+            return true;
+        }
+        self.wake.wait_for(&mut stop, d);
+        *stop
+    }
+
+    fn stopping(&self) -> bool {
+        *self.stop.lock()
+    }
+
+    /// Starts the threads of `inner`.
+    pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), StoreError> {
+        let threads = spawn(inner)?;
+        *inner.workers.threads.lock() = threads;
+        Ok(())
+    }
+
+    /// Sets the stop flag, wakes the threads and waits for them to end.
+    pub(crate) fn stop(&self) {
+        *self.stop.lock() = true;
+        self.wake.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 fn report(inner: &Inner, what: &str, r: Result<(), StoreError>) {
@@ -35,7 +77,7 @@ fn report(inner: &Inner, what: &str, r: Result<(), StoreError>) {
     }
 }
 
-pub(crate) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>, StoreError> {
+fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>, StoreError> {
     let mut out = Vec::new();
     let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new()
@@ -49,12 +91,12 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>, StoreErro
         Box::new(move || {
             let tick = i.opts.maintenance_interval.min(i.opts.flush_interval);
             let mut last_maint = Instant::now();
-            while !sleep(&i, tick) {
+            while !i.workers.sleep(tick) {
                 report(&i, "flush", i.flush_all(false));
-                if last_maint.elapsed() >= i.opts.maintenance_interval && !stopping(&i) {
+                if last_maint.elapsed() >= i.opts.maintenance_interval && !i.workers.stopping() {
                     last_maint = Instant::now();
-                    report(&i, "rollup", crate::rollup::run(&i));
-                    report(&i, "retention", crate::retention::run(&i));
+                    report(&i, "rollup", i.roll_up());
+                    report(&i, "retention", i.apply_retention());
                 }
             }
         }),
@@ -63,10 +105,10 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>, StoreErro
     out.push(spawn(
         "sumi-compact",
         Box::new(move || {
-            while !sleep(&i, i.opts.maintenance_interval) {
+            while !i.workers.sleep(i.opts.maintenance_interval) {
                 loop {
-                    match crate::compact::run_once(&i) {
-                        Ok(true) if !stopping(&i) => continue,
+                    match i.compact_once() {
+                        Ok(true) if !i.workers.stopping() => continue,
                         Ok(_) => break,
                         Err(e) => {
                             report(&i, "compaction", Err(e));
@@ -83,7 +125,7 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>, StoreErro
             "sumi-wal-sync",
             Box::new(move || {
                 let mut last = Instant::now();
-                while !sleep(&i, d.saturating_sub(last.elapsed())) {
+                while !i.workers.sleep(d.saturating_sub(last.elapsed())) {
                     if last.elapsed() >= d {
                         last = Instant::now();
                         report(&i, "wal sync", i.wal.sync());

@@ -14,7 +14,6 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::flush::finish_parts;
 use crate::part::writer::PartWriter;
 use crate::part::{min_series, Cursor, Header, Kind};
 use crate::series::admin::DeletedSet;
@@ -26,44 +25,6 @@ const MAX_RUN: usize = 8;
 
 struct Job {
     run: Vec<PartRef>,
-}
-
-fn pick(inner: &Inner) -> Option<Job> {
-    let version = inner.version.read().clone();
-    let now = inner.now();
-    let grace = inner.opts.rollup_grace_secs;
-    let max_parts = inner.opts.max_parts_per_partition;
-    let mut best: Option<(u64, Vec<PartRef>)> = None;
-    for levels in &version.levels {
-        for parts in levels {
-            for (&start, p) in parts {
-                for kind in [Kind::Direct, Kind::Rollup] {
-                    let list = p.list(kind);
-                    if list.len() < 2 {
-                        continue;
-                    }
-                    let width = list.first().map_or(0, |r| r.part.header.width);
-                    let closed = start.saturating_add(width).saturating_add(grace) <= now;
-                    let run: Vec<PartRef> = if closed {
-                        list.iter().take(MAX_RUN).cloned().collect()
-                    } else if list.len() > max_parts {
-                        match balanced_run(list) {
-                            Some(r) => r,
-                            None => continue,
-                        }
-                    } else {
-                        continue;
-                    };
-                    // prefer the partition with the most parts
-                    let score = list.len() as u64;
-                    if best.as_ref().is_none_or(|(s, _)| score > *s) {
-                        best = Some((score, run));
-                    }
-                }
-            }
-        }
-    }
-    best.map(|(_, run)| Job { run })
 }
 
 /// The run of 2..=8 adjacent parts whose merge is most balanced (total size over the
@@ -94,184 +55,226 @@ fn balanced_run(list: &[PartRef]) -> Option<Vec<PartRef>> {
     best.map(|(_, _, i, m)| list[i..i + m].to_vec())
 }
 
-/// A part that still holds rows of a deleted series, to be rewritten alone. Parts
-/// found clean are remembered with the number of deletes they were checked against
-/// (deletes only grow), so each part's index is scanned once per delete.
-fn pick_purge(inner: &Inner, deleted: &DeletedSet) -> Option<Job> {
-    if deleted.is_empty() {
-        return None;
-    }
-    let gen = deleted.len();
-    let version = inner.version.read().clone();
-    let mut checked = inner.purge_checked.lock();
-    let live: HashSet<u64> = version.parts().map(|r| r.part.header.file_id).collect();
-    checked.retain(|id, _| live.contains(id));
-    for r in version.parts() {
-        let id = r.part.header.file_id;
-        if checked.get(&id) == Some(&gen) {
-            continue;
-        }
-        let mut c = Cursor::new(&r.part);
-        let mut dirty = false;
-        while let Some(s) = c.series() {
+impl Inner {
+    /// Merges one run if any partition needs it, else rewrites one part holding deleted
+    /// series; returns whether it did.
+    pub(crate) fn compact_once(&self) -> Result<bool, StoreError> {
+        let _m = self.parts.lock_maint();
+        let deleted = self.index.read().deleted_ids();
+        let Some(job) = self.pick_merge().or_else(|| self.pick_purge(&deleted)) else {
+            return Ok(false);
+        };
+        let _op = crate::failpoint::Op::start("compaction");
+        let t = Instant::now();
+        let first = job.run.first().map(|r| r.part.header);
+        let Some(h0) = first else { return Ok(false) };
+        let header = Header {
+            file_id: self.parts.new_file_id(),
+            ..h0
+        };
+        let mut w = PartWriter::create(self.parts.parts_dir(), header)?;
+        let bytes_in: u64 = job.run.iter().map(|r| r.part.bytes).sum();
+        // oldest first, so that a later value for a slot overrides an earlier one
+        let mut cursors: Vec<Cursor<'_>> = job.run.iter().map(|r| Cursor::new(&r.part)).collect();
+        let (mut slots, mut values) = (Vec::new(), Vec::new());
+        let mut merged: Vec<(i64, f64)> = Vec::new();
+        while let Some(s) = min_series(&cursors) {
             if deleted.contains(s) {
-                dirty = true;
-                break;
-            }
-            c.advance();
-        }
-        if dirty {
-            return Some(Job {
-                run: vec![r.clone()],
-            });
-        }
-        if c.error().is_none() {
-            checked.insert(id, gen);
-        }
-    }
-    None
-}
-
-/// Merges one run if any partition needs it, else rewrites one part holding deleted
-/// series; returns whether it did.
-pub(crate) fn run_once(inner: &Inner) -> Result<bool, StoreError> {
-    let _m = inner.maint_lock.lock();
-    let deleted = inner.index.read().deleted_ids();
-    let Some(job) = pick(inner).or_else(|| pick_purge(inner, &deleted)) else {
-        return Ok(false);
-    };
-    let _op = crate::failpoint::Op::start("compaction");
-    let t = Instant::now();
-    let first = job.run.first().map(|r| r.part.header);
-    let Some(h0) = first else { return Ok(false) };
-    let header = Header {
-        file_id: inner.new_file_id(),
-        ..h0
-    };
-    let mut w = PartWriter::create(inner.parts_dir(), header)?;
-    let bytes_in: u64 = job.run.iter().map(|r| r.part.bytes).sum();
-    // oldest first, so that a later value for a slot overrides an earlier one
-    let mut cursors: Vec<Cursor<'_>> = job.run.iter().map(|r| Cursor::new(&r.part)).collect();
-    let (mut slots, mut values) = (Vec::new(), Vec::new());
-    let mut merged: Vec<(i64, f64)> = Vec::new();
-    while let Some(s) = min_series(&cursors) {
-        if deleted.contains(s) {
-            for c in cursors.iter_mut().filter(|c| c.series() == Some(s)) {
-                c.advance();
-            }
-            continue;
-        }
-        let holders: Vec<usize> = cursors
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.series() == Some(s))
-            .map(|(i, _)| i)
-            .collect();
-        if let [only] = holders[..] {
-            let c = &mut cursors[only];
-            if let Some(e) = c.cur {
-                match c.scan.block(&e) {
-                    Ok(b) => w.add_block(s, e.count, e.first_slot, e.last_slot, b)?,
-                    Err(err) => {
-                        inner.metrics.blocks_corrupt.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(part = %c.part.path().display(), %err, "compaction drops a corrupt block");
-                    }
+                for c in cursors.iter_mut().filter(|c| c.series() == Some(s)) {
+                    c.advance();
                 }
-            }
-            c.advance();
-            continue;
-        }
-        merged.clear();
-        for &i in &holders {
-            let c = &mut cursors[i];
-            if let Some(e) = c.cur {
-                slots.clear();
-                values.clear();
-                match c.scan.read(&e, &mut slots, &mut values) {
-                    Ok(()) => merged.extend(slots.iter().copied().zip(values.iter().copied())),
-                    Err(err) => {
-                        inner.metrics.blocks_corrupt.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(part = %c.part.path().display(), %err, "compaction drops a corrupt block");
-                    }
-                }
-            }
-            c.advance();
-        }
-        merged.sort_by_key(|x| x.0); // stable: newer parts come later
-        let mut out_s = Vec::with_capacity(merged.len());
-        let mut out_v = Vec::with_capacity(merged.len());
-        for (i, &(sl, v)) in merged.iter().enumerate() {
-            if merged.get(i + 1).is_some_and(|n| n.0 == sl) {
                 continue;
             }
-            out_s.push(sl);
-            out_v.push(v);
+            let holders: Vec<usize> = cursors
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.series() == Some(s))
+                .map(|(i, _)| i)
+                .collect();
+            if let [only] = holders[..] {
+                let c = &mut cursors[only];
+                if let Some(e) = c.cur {
+                    match c.scan.block(&e) {
+                        Ok(b) => w.add_block(s, e.count, e.first_slot, e.last_slot, b)?,
+                        Err(err) => {
+                            self.metrics.blocks_corrupt.fetch_add(1, Ordering::Relaxed);
+                            tracing::error!(part = %c.part.path().display(), %err, "compaction drops a corrupt block");
+                        }
+                    }
+                }
+                c.advance();
+                continue;
+            }
+            merged.clear();
+            for &i in &holders {
+                let c = &mut cursors[i];
+                if let Some(e) = c.cur {
+                    slots.clear();
+                    values.clear();
+                    match c.scan.read(&e, &mut slots, &mut values) {
+                        Ok(()) => merged.extend(slots.iter().copied().zip(values.iter().copied())),
+                        Err(err) => {
+                            self.metrics.blocks_corrupt.fetch_add(1, Ordering::Relaxed);
+                            tracing::error!(part = %c.part.path().display(), %err, "compaction drops a corrupt block");
+                        }
+                    }
+                }
+                c.advance();
+            }
+            merged.sort_by_key(|x| x.0); // stable: newer parts come later
+            let mut out_s = Vec::with_capacity(merged.len());
+            let mut out_v = Vec::with_capacity(merged.len());
+            for (i, &(sl, v)) in merged.iter().enumerate() {
+                if merged.get(i + 1).is_some_and(|n| n.0 == sl) {
+                    continue;
+                }
+                out_s.push(sl);
+                out_v.push(v);
+            }
+            w.add(s, &out_s, &out_v)?;
         }
-        w.add(s, &out_s, &out_v)?;
-    }
-    for c in &cursors {
-        if let Some(e) = c.error() {
-            return Err(StoreError::corrupt("part", c.part.path(), 0, e.to_string()));
+        for c in &cursors {
+            if let Some(e) = c.error() {
+                return Err(StoreError::corrupt("part", c.part.path(), 0, e.to_string()));
+            }
         }
-    }
-    drop(cursors);
-    let out = finish_parts(inner, vec![w])?;
-    crate::failpoint::hit("compact:after_write");
-    let bytes_out: u64 = out.iter().map(|p| p.bytes).sum();
-    let n_out = out.len() as u64;
-    let order = job.run.iter().map(|r| r.order).max().unwrap_or(0);
-    let ids: Vec<u64> = job.run.iter().map(|r| r.part.header.file_id).collect();
+        drop(cursors);
+        let out = self.parts.finish(vec![w])?;
+        crate::failpoint::hit("compact:after_write");
+        let bytes_out: u64 = out.iter().map(|p| p.bytes).sum();
+        let n_out = out.len() as u64;
+        let order = job.run.iter().map(|r| r.order).max().unwrap_or(0);
+        let ids: Vec<u64> = job.run.iter().map(|r| r.part.header.file_id).collect();
 
-    let ed = inner.edit.lock();
-    let mut v = (**inner.version.read()).clone();
-    let present = v
-        .parts()
-        .filter(|r| ids.contains(&r.part.header.file_id))
-        .count();
-    if present != ids.len() {
-        // retention dropped part of the run meanwhile: throw the merge away
-        drop(ed);
-        inner.delete_parts(
-            &out.into_iter()
-                .map(|part| PartRef { part, order })
-                .collect::<Vec<_>>(),
-        );
-        return Ok(true);
-    }
-    let removed = v.remove(&ids);
-    let out_ids: Vec<u64> = out.iter().map(|p| p.header.file_id).collect();
-    for part in out {
-        v.add(PartRef { part, order });
-    }
-    if let Err(e) = inner.write_manifest(&ed, &v) {
-        // not installed: remove the merged part, the inputs stay live
-        for id in &out_ids {
-            let _ = std::fs::remove_file(crate::part::writer::part_path(inner.parts_dir(), *id));
+        let ed = self.parts.lock_edit();
+        let mut v = self.parts.to_edit(&ed);
+        let present = v
+            .parts()
+            .filter(|r| ids.contains(&r.part.header.file_id))
+            .count();
+        if present != ids.len() {
+            // retention dropped part of the run meanwhile: throw the merge away
+            drop(ed);
+            self.parts.delete_parts(
+                &out.into_iter()
+                    .map(|part| PartRef { part, order })
+                    .collect::<Vec<_>>(),
+            );
+            return Ok(true);
         }
-        return Err(e);
+        let removed = v.remove(&ids);
+        let out_ids: Vec<u64> = out.iter().map(|p| p.header.file_id).collect();
+        for part in out {
+            v.add(PartRef { part, order });
+        }
+        if let Err(e) = self.parts.write_manifest(&ed, &v) {
+            // not installed: remove the merged part, the inputs stay live
+            for id in &out_ids {
+                let _ = std::fs::remove_file(crate::part::writer::part_path(
+                    self.parts.parts_dir(),
+                    *id,
+                ));
+            }
+            return Err(e);
+        }
+        crate::failpoint::hit("compact:after_manifest");
+        self.parts.publish(&ed, v);
+        drop(ed);
+        self.parts.delete_parts(&removed);
+        self.metrics.compactions.fetch_add(1, Ordering::Relaxed);
+        self.metrics
+            .parts_written
+            .fetch_add(n_out, Ordering::Relaxed);
+        self.metrics
+            .compaction_bytes_in
+            .fetch_add(bytes_in, Ordering::Relaxed);
+        self.metrics
+            .compaction_bytes_out
+            .fetch_add(bytes_out, Ordering::Relaxed);
+        self.metrics
+            .compaction_micros
+            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        Ok(true)
     }
-    crate::failpoint::hit("compact:after_manifest");
-    inner.publish(v);
-    drop(ed);
-    inner.delete_parts(&removed);
-    inner.metrics.compactions.fetch_add(1, Ordering::Relaxed);
-    inner
-        .metrics
-        .parts_written
-        .fetch_add(n_out, Ordering::Relaxed);
-    inner
-        .metrics
-        .compaction_bytes_in
-        .fetch_add(bytes_in, Ordering::Relaxed);
-    inner
-        .metrics
-        .compaction_bytes_out
-        .fetch_add(bytes_out, Ordering::Relaxed);
-    inner
-        .metrics
-        .compaction_micros
-        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
-    Ok(true)
+
+    /// A run of parts to merge: in the partition (and kind) with the most parts, all of
+    /// a closed partition's (up to eight) or an open one's most balanced run once it has
+    /// more than `max_parts_per_partition`.
+    fn pick_merge(&self) -> Option<Job> {
+        let version = self.parts.current();
+        let now = self.now();
+        let grace = self.opts.rollup_grace_secs;
+        let max_parts = self.opts.max_parts_per_partition;
+        let mut best: Option<(u64, Vec<PartRef>)> = None;
+        for levels in &version.levels {
+            for parts in levels {
+                for (&start, p) in parts {
+                    for kind in [Kind::Direct, Kind::Rollup] {
+                        let list = p.list(kind);
+                        if list.len() < 2 {
+                            continue;
+                        }
+                        let width = list.first().map_or(0, |r| r.part.header.width);
+                        let closed = start.saturating_add(width).saturating_add(grace) <= now;
+                        let run: Vec<PartRef> = if closed {
+                            list.iter().take(MAX_RUN).cloned().collect()
+                        } else if list.len() > max_parts {
+                            match balanced_run(list) {
+                                Some(r) => r,
+                                None => continue,
+                            }
+                        } else {
+                            continue;
+                        };
+                        // prefer the partition with the most parts
+                        let score = list.len() as u64;
+                        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+                            best = Some((score, run));
+                        }
+                    }
+                }
+            }
+        }
+        best.map(|(_, run)| Job { run })
+    }
+
+    /// A part that still holds rows of a deleted series, to be rewritten alone. Parts
+    /// found clean are remembered with the number of deletes they were checked against
+    /// (deletes only grow), so each part's index is scanned once per delete.
+    fn pick_purge(&self, deleted: &DeletedSet) -> Option<Job> {
+        if deleted.is_empty() {
+            return None;
+        }
+        let gen = deleted.len();
+        let version = self.parts.current();
+        let mut checked = self.parts.lock_purge_checked();
+        let live: HashSet<u64> = version.parts().map(|r| r.part.header.file_id).collect();
+        checked.retain(|id, _| live.contains(id));
+        for r in version.parts() {
+            let id = r.part.header.file_id;
+            if checked.get(&id) == Some(&gen) {
+                continue;
+            }
+            let mut c = Cursor::new(&r.part);
+            let mut dirty = false;
+            while let Some(s) = c.series() {
+                if deleted.contains(s) {
+                    dirty = true;
+                    break;
+                }
+                c.advance();
+            }
+            if dirty {
+                return Some(Job {
+                    run: vec![r.clone()],
+                });
+            }
+            if c.error().is_none() {
+                checked.insert(id, gen);
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]

@@ -10,72 +10,51 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::head::{key_level, key_slot, FrozenGen, HeadBuf};
+use crate::head::{key_level, key_slot, FrozenGen};
 use crate::part::writer::PartWriter;
 use crate::part::{Header, Kind, Part};
 use crate::series::ClassInfo;
 use crate::store::Inner;
 use crate::version::PartRef;
 use crate::wal::segment;
-use crate::{fsutil, StoreError};
+use crate::StoreError;
 
 impl Inner {
     /// Freezes the active head when it holds rows; returns whether it did.
-    pub(crate) fn freeze(&self) -> Result<bool, StoreError> {
-        let mut ap = self.append.lock();
+    fn freeze(&self) -> Result<bool, StoreError> {
+        let mut ap = self.head.lock_append();
         // records already in the WAL reach the head first, so that the frozen rows are
         // exactly the records below the new segment
         self.wal.wait_applied();
-        if self.head_rows.load(Ordering::Relaxed) == 0
-            && self.shards.iter().all(|s| s.read().is_empty())
-        {
+        if self.head.is_empty(&ap) {
             ap.last_freeze = Instant::now();
             return Ok(false);
         }
         let seg = self.wal.rotate()?;
         crate::failpoint::hit("seal:after_rotate");
-        let n = self.shards.len() as u32;
-        let mut guards: Vec<_> = self.shards.iter().map(|s| s.write()).collect();
-        let bufs: Vec<HeadBuf> = guards
-            .iter_mut()
-            .map(|g| {
-                let cap = g.series_capacity();
-                std::mem::replace(&mut **g, HeadBuf::new(n, cap))
-            })
-            .collect();
-        let gen = Arc::new(FrozenGen {
-            bufs,
-            replay_from: seg,
-            id: ap.next_gen,
-        });
-        ap.next_gen += 1;
-        self.frozen_rows.fetch_add(gen.rows(), Ordering::Relaxed);
-        self.frozen.write().push(gen);
-        self.head_rows.store(0, Ordering::Relaxed);
-        drop(guards);
+        self.head.freeze(&mut ap, seg);
         ap.last_freeze = Instant::now();
         Ok(true)
     }
 
     /// True when the active head is due for a flush (by size or by age).
-    pub(crate) fn flush_due(&self) -> bool {
-        let rows = self.head_rows.load(Ordering::Relaxed);
-        if rows == 0 {
+    fn flush_due(&self) -> bool {
+        if self.head.rows() == 0 {
             return false;
         }
-        rows * std::mem::size_of::<crate::head::Row>() >= self.opts.flush_bytes
-            || self.append.lock().last_freeze.elapsed() >= self.opts.flush_interval
+        self.head.active_bytes() >= self.opts.flush_bytes
+            || self.head.lock_append().last_freeze.elapsed() >= self.opts.flush_interval
     }
 
     /// Freezes the head (always when `force`, else when due) and flushes every frozen
     /// generation, oldest first.
     pub(crate) fn flush_all(&self, force: bool) -> Result<(), StoreError> {
-        let _g = self.flush_lock.lock();
+        let _g = self.parts.lock_flush();
         if force || self.flush_due() {
             self.freeze()?;
         }
         loop {
-            let next = self.frozen.read().first().cloned();
+            let next = self.head.oldest_frozen();
             let Some(gen) = next else { break };
             self.flush_gen(&gen)?;
         }
@@ -89,8 +68,8 @@ impl Inner {
         crate::failpoint::hit("seal:after_parts");
         let n_parts = parts.len() as u64;
         let parts_ids: Vec<u64> = parts.iter().map(|p| p.header.file_id).collect();
-        let mut ed = self.edit.lock();
-        let mut v = (**self.version.read()).clone();
+        let mut ed = self.parts.lock_edit();
+        let mut v = self.parts.to_edit(&ed);
         for part in parts {
             v.add(PartRef {
                 part,
@@ -100,7 +79,7 @@ impl Inner {
         }
         let prev_checkpoint = ed.checkpoint;
         ed.checkpoint = ed.checkpoint.max(gen.replay_from);
-        if let Err(e) = self.write_manifest(&ed, &v) {
+        if let Err(e) = self.parts.write_manifest(&ed, &v) {
             // the generation stays frozen and its WAL stays live until a retry succeeds
             ed.checkpoint = prev_checkpoint;
             // the parts are not installed: remove them (a retry writes new ones), so a
@@ -114,7 +93,7 @@ impl Inner {
             return Err(e);
         }
         crate::failpoint::hit("seal:after_manifest");
-        self.publish(v);
+        self.parts.publish(&ed, v);
         // count before the rows leave the head, so that no reader sees them gone uncounted
         self.metrics.flushes.fetch_add(1, Ordering::Relaxed);
         self.metrics
@@ -123,8 +102,7 @@ impl Inner {
         self.metrics
             .parts_written
             .fetch_add(n_parts, Ordering::Relaxed);
-        self.frozen.write().retain(|g| g.id != gen.id);
-        self.frozen_rows.fetch_sub(gen.rows(), Ordering::Relaxed);
+        self.head.remove_frozen(gen);
         let checkpoint = ed.checkpoint;
         drop(ed);
         match segment::remove_below(self.wal.dir(), checkpoint) {
@@ -240,49 +218,17 @@ impl Inner {
                             step: class.step(lvl),
                             partition: part_start,
                             width: class.width(lvl),
-                            file_id: self.new_file_id(),
+                            file_id: self.parts.new_file_id(),
                         };
                         writers
                             .entry(key)
-                            .or_insert(PartWriter::create(self.parts_dir(), h)?)
+                            .or_insert(PartWriter::create(self.parts.parts_dir(), h)?)
                     }
                 };
                 w.add(s as u32, &slots, &values)?;
             }
         }
         drop(sorted);
-        finish_parts(self, writers.into_values().collect())
+        self.parts.finish(writers.into_values().collect())
     }
-}
-
-/// Finishes writers, syncs the parts directory and opens the parts.
-pub(crate) fn finish_parts(
-    inner: &Inner,
-    writers: Vec<PartWriter>,
-) -> Result<Vec<Arc<Part>>, StoreError> {
-    let mut paths = Vec::new();
-    let r = (|| {
-        for w in writers {
-            if w.is_empty() {
-                continue;
-            }
-            paths.push(w.finish()?);
-        }
-        if !paths.is_empty() {
-            fsutil::sync_dir(inner.parts_dir())?;
-        }
-        let mut parts = Vec::with_capacity(paths.len());
-        for p in &paths {
-            parts.push(Arc::new(Part::open(p)?));
-        }
-        Ok(parts)
-    })();
-    if r.is_err() {
-        // a failed batch (ENOSPC, most likely) leaves no finished orphans behind: the
-        // caller retries with new files, and a full disk must not fill further
-        for p in &paths {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-    r
 }

@@ -3,16 +3,26 @@
 //!
 //! The write path, in the order a point takes it:
 //! - [`append`](crate::append) (the [`sumi_model::Sink`] impl): names to series ids,
-//!   each point to its level and slot, one WAL record per batch, rows into the head.
+//!   each point to its level and slot, one WAL record per batch, rows into the head
+//!   once the record is written, in WAL order.
+//! - `admission`: what may refuse a batch before the WAL sees it (closed, disk below
+//!   its reserve, the new-series budget).
 //! - `series`: the index (arena-interned names, a hash table, the metric tree) and its
 //!   append-only `series.log`.
-//! - `wal`: segments, group commit, fsync policy, replay.
-//! - `head`: per-shard raw rows, searchable at once through per-series links.
+//! - `wal`: segments, group commit, fsync policy, the turns that order the head,
+//!   replay.
+//! - `head`: per-shard raw rows, searchable at once through per-series links, and the
+//!   frozen generations waiting for a flush.
 //! - `flush`: frozen head generations → parts; `part`: the part format, writer and
 //!   reader (mmap for point reads, `pread` for scans); `block`: the codec shim.
-//! - `version`: the live parts and frozen generations readers see, and the roll state;
+//! - `partset`: the published version and roll state readers clone, and the edits
+//!   that replace them; `version`: those values (the live parts, the roll state);
 //!   `manifest`: their durable form.
-//! - background work: `rollup`, `retention`, `compact`, run by `background`.
+//! - background work: `rollup`, `retention`, `compact` (each an `impl` of the store's
+//!   state, like `flush`), run by `background`'s workers.
+//!
+//! `store` opens the store and owns these parts (`Inner`, whose doc holds the table of
+//! every lock and the order they are taken in).
 //!
 //! The read path: [`Store::fetch`] (whisper's window arithmetic, then `read`: head,
 //! parts, rollups materialised or computed) and [`Store::find`] (graphite-web's
@@ -45,6 +55,7 @@
 //!   sumi keeps the last one received (the `Sink` contract).
 
 mod admin;
+mod admission;
 mod append;
 mod background;
 mod block;
@@ -60,6 +71,7 @@ mod manifest;
 mod metrics;
 mod options;
 mod part;
+mod partset;
 mod quarantine;
 mod read;
 mod retention;
@@ -69,7 +81,7 @@ mod store;
 mod tagged;
 pub mod verify;
 mod version;
-mod wal;
+pub mod wal;
 
 #[cfg(test)]
 mod testutil;

@@ -1,88 +1,87 @@
 //! The store: opening (series log, manifest, parts, WAL replay), the shared state every
-//! path works on, reads (`find`, `fetch`), metrics and `close`.
-//!
-//! Lock order, to keep it deadlock-free: `append` → head shards → `frozen`;
-//! `append` → `edit` → `version`. Readers take a shard's read lock, then clone
-//! `frozen` and `version` (in that order), so a flush that moves rows from a frozen
-//! generation into parts is never seen half-done.
+//! path works on ([`Inner`], with the table of every lock and its order), reads
+//! (`find`, `fetch`), metrics and `close`.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 use sumi_model::glob::PathPattern;
 use sumi_model::Clock;
 
-use crate::head::{FrozenGen, HeadBuf};
+use crate::admission::Admission;
+use crate::background::Workers;
+use crate::head::{FrozenGen, Head, HeadBuf};
 use crate::manifest::{Manifest, ManifestPart};
 use crate::metrics::{Gauges, Metrics};
 use crate::part::writer::part_path;
 use crate::part::Part;
+use crate::partset::PartSet;
 use crate::read::{whisper_window, Fetched, Scratch, SeriesView};
 use crate::series::{FindEntry, SeriesIndex};
-use crate::version::{PartRef, RollState, Version};
+use crate::version::{PartRef, Version};
 use crate::wal::{self, Wal};
 use crate::{fsutil, StoreError, StoreOptions};
 
-/// State changed only under the append lock.
-pub(crate) struct AppendState {
-    /// The master copy of the roll state (horizons, dirty partitions); readers get
-    /// clones through `Inner::roll_view`.
-    pub(crate) roll: RollState,
-    pub(crate) next_gen: u64,
-    pub(crate) last_freeze: Instant,
-}
-
-/// Version edits (flush, compaction, rollup, retention) and manifest writes.
-pub(crate) struct EditState {
-    pub(crate) checkpoint: u64,
-    pub(crate) next_order: u64,
-}
-
+/// The state every path works on, in owned parts: the series index and the WAL (each
+/// its own type), the [`Head`], the [`PartSet`], [`Admission`] and the background
+/// [`Workers`].
+///
+/// # Locks
+///
+/// Every lock of the store, in the order they may be taken: a thread holding one may
+/// take only locks below it (a leaf takes none).
+///
+/// | # | lock | kind | guards | taken under it |
+/// |---|------|------|--------|----------------|
+/// | 1 | `Store::close_result` | mutex | the first `close`'s result | 16 and 2 (stopping the workers), then 4 and below (the final flush and WAL sync) |
+/// | 2 | `Workers::threads` | mutex | the join handles | none (joins threads that take 3 and below) |
+/// | 3 | `PartSet::maint_lock` | mutex | one compaction, rollup or retention at a time | 4 and below (a rollup flushes first) |
+/// | 4 | `PartSet::flush_lock` | mutex | one freeze + flush at a time | 5 and below |
+/// | 5 | `Head::append` | mutex | WAL order = append order; the roll state's master copy | 6 and below |
+/// | 6 | `PartSet::edit` | mutex | the version edit and manifest write | 12, 13, 14 (one at a time) |
+/// | 7 | `Inner::index` | rwlock | the series index (names, tree, tags, `series.log`) | 8 (write lock only) |
+/// | 8 | `Admission::create_budget` | mutex | the new-series token bucket | leaf |
+/// | 9 | a WAL record's turn (`Wal::turn` until its `Turn` drops) | ticket, in LSN order | head order = WAL order; a record whose write failed is never applied | 11, then 10 to end the turn |
+/// | 10 | `Wal::state` | mutex (+ 2 condvars) | the queue, the segment, the LSNs, the applied mark | leaf |
+/// | 11 | `Head::shards[i]` | rwlock each | one shard's rows | 12, 13, 14 |
+/// | 12 | `Head::frozen` | rwlock | the frozen generations | 13, 14 |
+/// | 13 | `PartSet::version` | rwlock | the published version | 14 |
+/// | 14 | `PartSet::roll` | rwlock | the published roll state | leaf |
+/// | 15 | `PartSet::purge_checked` | mutex | parts found free of deleted series | leaf (under 3) |
+/// | 16 | `Workers::stop` | mutex (+ condvar) | the stop flag | leaf |
+///
+/// Where each order is used: an append holds 5 while it reads 7, publishes 14 and
+/// enqueues into 10; then, holding no lock, it waits for its write and for its turn (9),
+/// and applies its rows to 11 during the turn. A freeze holds 4 then 5 while it waits
+/// for every queued record's turn to end (`Wal::wait_applied`), rotates 10 and swaps
+/// every 11 (held together, in index order) into 12. A flush holds 4 then 6 while it
+/// reads and publishes 13 and drops the generation from 12. A rollup holds 3, then 5
+/// (to move a horizon and publish 14), then 4 (the flush), then 5 and 6 together to
+/// install its parts; compaction and retention hold 3, then 6 to install. Readers take
+/// a shard's read lock, then 12, 13 and 14 (cloning each, or holding all three in
+/// `read_plan`), so a flush that moves rows from a frozen generation into parts is never
+/// seen half-done; they read 7 before and release it. The series log has no lock of its
+/// own (it is written under 7's write lock; the WAL fsyncs it through an atomic flag);
+/// the disk guard and the metrics are atomics.
 pub(crate) struct Inner {
     pub(crate) opts: StoreOptions,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) dir: PathBuf,
-    pub(crate) parts_dir: PathBuf,
+    clock: Arc<dyn Clock>,
     pub(crate) index: RwLock<SeriesIndex>,
-    pub(crate) append: Mutex<AppendState>,
-    pub(crate) shards: Vec<RwLock<HeadBuf>>,
-    pub(crate) frozen: RwLock<Vec<Arc<FrozenGen>>>,
-    pub(crate) version: RwLock<Arc<Version>>,
-    pub(crate) roll_view: RwLock<Arc<RollState>>,
-    pub(crate) edit: Mutex<EditState>,
     pub(crate) wal: Wal,
     pub(crate) metrics: Arc<Metrics>,
-    pub(crate) next_file_id: AtomicU64,
-    /// Rows in the active head (all shards), to decide when to flush.
-    pub(crate) head_rows: AtomicUsize,
-    /// Rows in frozen generations not yet flushed.
-    pub(crate) frozen_rows: AtomicUsize,
-    pub(crate) closed: AtomicBool,
-    /// Serialises freeze + flush between the background thread, `run_maintenance` and
-    /// `close`.
-    pub(crate) flush_lock: Mutex<()>,
-    /// Serialises compactions, rollups and retention.
-    pub(crate) maint_lock: Mutex<()>,
-    pub(crate) stop: Mutex<bool>,
-    pub(crate) wake: Condvar,
-    /// Parts compaction found free of deleted series: file id → deletes checked.
-    pub(crate) purge_checked: Mutex<std::collections::HashMap<u64, usize>>,
-    /// `max_new_series_per_minute`'s token bucket (taken under the index write lock).
-    pub(crate) create_budget: Mutex<crate::append::CreateBudget>,
-    /// Refuses writes while the data disk is below `min_free_bytes`.
-    pub(crate) disk: crate::diskspace::DiskGuard,
+    pub(crate) head: Head,
+    pub(crate) parts: PartSet,
+    pub(crate) admission: Admission,
+    pub(crate) workers: Workers,
     _lock_file: fs::File,
 }
 
 /// The embedded storage engine. Shared as `Arc<Store>` by every thread.
 pub struct Store {
     pub(crate) inner: Arc<Inner>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
     close_result: Mutex<Option<Result<(), String>>>,
 }
 
@@ -199,7 +198,6 @@ impl Store {
             index.log_sync(),
             metrics.clone(),
         )?;
-        let head_rows: usize = head.iter().map(HeadBuf::len).sum();
         tracing::info!(
             series = index.len(),
             parts = version.parts().count(),
@@ -208,49 +206,25 @@ impl Store {
             corrupt_tails = rep.corrupt_tails,
             "store opened"
         );
+        let next_file_id = manifest.next_file_id.max(max_file_id + 1);
         let inner = Arc::new(Inner {
             clock,
-            dir,
-            parts_dir,
             index: RwLock::new(index),
-            append: Mutex::new(AppendState {
-                roll: roll.clone(),
-                next_gen: 1,
-                last_freeze: Instant::now(),
-            }),
-            shards: head.into_iter().map(RwLock::new).collect(),
-            frozen: RwLock::new(Vec::new()),
-            version: RwLock::new(Arc::new(version)),
-            roll_view: RwLock::new(Arc::new(roll)),
-            edit: Mutex::new(EditState {
-                checkpoint: manifest.checkpoint,
-                next_order: manifest.next_order,
-            }),
             wal,
             metrics,
-            next_file_id: AtomicU64::new(manifest.next_file_id.max(max_file_id + 1)),
-            head_rows: AtomicUsize::new(head_rows),
-            frozen_rows: AtomicUsize::new(0),
-            closed: AtomicBool::new(false),
-            flush_lock: Mutex::new(()),
-            maint_lock: Mutex::new(()),
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
-            purge_checked: Mutex::new(std::collections::HashMap::new()),
-            create_budget: Mutex::new(crate::append::CreateBudget::new(
-                opts.max_new_series_per_minute,
-            )),
-            disk: crate::diskspace::DiskGuard::new(&opts.data_dir, opts.min_free_bytes),
+            head: Head::new(head, roll.clone()),
+            parts: PartSet::new(dir, parts_dir, version, roll, &manifest, next_file_id),
+            admission: Admission::new(&opts),
+            workers: Workers::new(),
             opts,
             _lock_file: lock,
         });
         let store = Arc::new(Store {
             inner: inner.clone(),
-            threads: Mutex::new(Vec::new()),
             close_result: Mutex::new(None),
         });
         if inner.opts.background {
-            *store.threads.lock() = crate::background::spawn(&inner)?;
+            Workers::start(&inner)?;
         }
         Ok(store)
     }
@@ -332,7 +306,7 @@ impl Store {
 
     /// True while the store takes writes.
     pub fn is_healthy(&self) -> bool {
-        !self.inner.closed.load(Ordering::Acquire) && self.inner.wal.failure().is_none()
+        self.inner.is_healthy()
     }
 
     /// Runs every background job once, now: freezes and flushes the head, rolls up
@@ -340,9 +314,9 @@ impl Store {
     /// threads off) and administration.
     pub fn run_maintenance(&self) -> Result<(), StoreError> {
         self.inner.flush_all(true)?;
-        crate::rollup::run(&self.inner)?;
-        crate::retention::run(&self.inner)?;
-        while crate::compact::run_once(&self.inner)? {}
+        self.inner.roll_up()?;
+        self.inner.apply_retention()?;
+        while self.inner.compact_once()? {}
         Ok(())
     }
 
@@ -353,8 +327,8 @@ impl Store {
         if let Some(r) = &*done {
             return r.clone().map_err(StoreError::Poisoned);
         }
-        self.inner.closed.store(true, Ordering::Release);
-        self.stop_threads();
+        self.inner.admission.close();
+        self.inner.workers.stop();
         let r = self
             .inner
             .flush_all(true)
@@ -362,21 +336,13 @@ impl Store {
         *done = Some(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
         r
     }
-
-    fn stop_threads(&self) {
-        *self.inner.stop.lock() = true;
-        self.inner.wake.notify_all();
-        for t in self.threads.lock().drain(..) {
-            let _ = t.join();
-        }
-    }
 }
 
 impl Drop for Store {
     /// A backstop: stops the background threads but flushes nothing (what is not in
     /// parts is in the WAL, replayed at the next open). Call [`Store::close`].
     fn drop(&mut self) {
-        self.stop_threads();
+        self.inner.workers.stop();
     }
 }
 
@@ -492,7 +458,7 @@ impl Inner {
         let w = whisper_window(&class, from, until, now)?;
         head.clear();
         let (_frozen, version) = self.snapshot_series(id, head);
-        let roll = self.roll_view.read().clone();
+        let roll = self.parts.roll();
         let view = SeriesView {
             series: id,
             class: &class,
@@ -515,10 +481,9 @@ impl Inner {
         id: u32,
         head: &mut Vec<(u64, f64)>,
     ) -> (Vec<Arc<FrozenGen>>, Arc<Version>) {
-        let shard = self.shard_of(id);
-        let g = shard.read();
-        let frozen = self.frozen.read().clone();
-        let version = self.version.read().clone();
+        let g = self.head.shard_of(id).read();
+        let frozen = self.head.frozen();
+        let version = self.parts.current();
         g.rows_of(id, head);
         drop(g);
         for gen in frozen.iter().rev() {
@@ -527,9 +492,9 @@ impl Inner {
         (frozen, version)
     }
 
-    pub(crate) fn shard_of(&self, id: u32) -> &RwLock<HeadBuf> {
-        let n = self.shards.len().max(1);
-        &self.shards[id as usize % n]
+    /// Open and with a WAL that takes writes.
+    fn is_healthy(&self) -> bool {
+        !self.admission.is_closed() && self.wal.failure().is_none()
     }
 
     pub(crate) fn now(&self) -> i64 {
@@ -552,19 +517,9 @@ impl Inner {
             g.index_bytes = idx.heap_bytes() as u64;
             g.series_log_bytes = idx.log_bytes();
         }
-        for s in &self.shards {
-            let s = s.read();
-            g.head_rows += s.len() as u64;
-            g.head_bytes += s.bytes() as u64;
-        }
-        let frozen = self.frozen.read().clone();
-        g.frozen_generations = frozen.len() as u64;
-        for f in &frozen {
-            g.head_rows += f.rows() as u64;
-            g.head_bytes += f.bytes() as u64;
-        }
+        self.head.gauges(&mut g);
         g.wal_segment = self.wal.current_segment();
-        let version = self.version.read().clone();
+        let version = self.parts.current();
         let mut by_level: Vec<(usize, u64, u64, u64)> = (0..levels).map(|i| (i, 0, 0, 0)).collect();
         for r in version.parts() {
             let l = usize::from(r.part.header.level);
@@ -578,70 +533,8 @@ impl Inner {
             }
         }
         g.parts = by_level;
-        g.dirty_partitions = self.roll_view.read().dirty_count() as u64;
-        g.healthy = !self.closed.load(Ordering::Acquire) && self.wal.failure().is_none();
+        g.dirty_partitions = self.parts.roll().dirty_count() as u64;
+        g.healthy = self.is_healthy();
         g
-    }
-
-    /// Writes the manifest for `version` and the published roll state (the caller
-    /// holds the edit lock).
-    pub(crate) fn write_manifest(
-        &self,
-        ed: &EditState,
-        version: &Version,
-    ) -> Result<(), StoreError> {
-        let roll = self.roll_view.read().clone();
-        self.write_manifest_with(ed, version, &roll)
-    }
-
-    /// Writes the manifest for `version` and `roll` (the caller holds the edit lock).
-    pub(crate) fn write_manifest_with(
-        &self,
-        ed: &EditState,
-        version: &Version,
-        roll: &RollState,
-    ) -> Result<(), StoreError> {
-        let m = Manifest {
-            checkpoint: ed.checkpoint,
-            next_file_id: self.next_file_id.load(Ordering::Relaxed),
-            next_order: ed.next_order,
-            parts: version
-                .parts()
-                .map(|r| ManifestPart {
-                    file_id: r.part.header.file_id,
-                    order: r.order,
-                    kind: r.part.header.kind,
-                    class: r.part.header.class,
-                    level: r.part.header.level,
-                    partition: r.part.header.partition,
-                })
-                .collect(),
-            rolls: roll.clone(),
-        };
-        m.store(&self.dir)
-    }
-
-    /// Publishes a new version (the caller holds the edit lock).
-    pub(crate) fn publish(&self, v: Version) {
-        *self.version.write() = Arc::new(v);
-    }
-
-    /// Deletes the files of parts no version references any more. Readers that still
-    /// hold an older version keep their mappings: unlinking does not affect them.
-    pub(crate) fn delete_parts(&self, parts: &[PartRef]) {
-        for r in parts {
-            let p = r.part.path();
-            if let Err(e) = fs::remove_file(p) {
-                tracing::warn!(path = %p.display(), error = %e, "could not delete a dropped part");
-            }
-        }
-    }
-
-    pub(crate) fn new_file_id(&self) -> u64 {
-        self.next_file_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub(crate) fn parts_dir(&self) -> &Path {
-        &self.parts_dir
     }
 }

@@ -295,6 +295,13 @@ def compare(query, exp, got, stats):
                 "graphite-web refuses it with %d, sumi answers %d: %r"
                 % (exp.status, got.status, got.body[:200])
             )
+        # a refusal is a 4xx: a 5xx says sumi failed on the query, whatever the
+        # reference answered
+        if got.status >= 500:
+            raise Mismatch(
+                "graphite-web refuses it with %d, sumi fails with %d: %r"
+                % (exp.status, got.status, got.body[:200])
+            )
         return
     if exp.status != 200:
         raise Invalid("graphite-web answered %d: %r" % (exp.status, exp.body[:300]))

@@ -18,7 +18,7 @@ use chrono_tz::Tz;
 use serde_json::{json, Map, Value};
 use sumi_render::graph::DrawType;
 
-use super::graph::{draw, evaluate, image_response, stats, Evaluated, Item};
+use super::graph::{draw, evaluate, stats, Evaluated, Item};
 use super::json::num;
 use super::view::{Gmode, GraphParams};
 use super::{blocking, GfError};
@@ -67,8 +67,14 @@ fn answer(
     match m {
         Method::Graph => {
             let vrules = st.gf.db.vrules(&d.vrule_path, period.from, period.until)?;
-            let png = draw(&d.items, &evaluated, &vrules, params, d.title_prefix, tz)?;
-            Ok(image_response(png, params.svg))
+            Ok(draw(
+                &d.items,
+                &evaluated,
+                &vrules,
+                params,
+                d.title_prefix,
+                tz,
+            )?)
         }
         Method::Summary => {
             let mut out = Map::new();

@@ -1,25 +1,21 @@
 //! Graph images and summaries: a graph's (or a complex graph's) views evaluated
-//! over its period and drawn with the rrd preset of `sumi_render::graph`; and
-//! [`render_image`], the PNG/SVG output of graphite-web's `/render`.
+//! over its period and drawn with the rrd preset of `sumi_render::graph`, through
+//! the image module every route shares (`crate::image`).
 //!
 //! GrowthForecast's `width`/`height` are rrdgraph's: the size of the plot, not of the
 //! image. The image is made larger by the room the title, the axes and the legend
 //! take, about as rrdgraph does, except with `graphonly=1`.
 
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use chrono_tz::Tz;
 use sumi_query::series::TimeSeries;
 use sumi_query::{Evaluator, RequestContext, TimeRange};
-use sumi_render::graph::{
-    render_graph, DrawType, GraphError, GraphOptions, GraphSeries, ImageFormat,
-};
+use sumi_render::graph::{DrawType, GraphError, GraphOptions, GraphSeries};
 
 use super::db::{Graph, Vrule};
 use super::view::{target, Cf, Gmode, GraphParams, Period, SeededSource};
 use super::GfError;
-use crate::params::Params;
-use crate::AppState;
+use crate::{image, AppState};
 
 /// One line or area of a graph.
 #[derive(Clone, Debug)]
@@ -156,7 +152,8 @@ fn image_size(p: &GraphParams, legend_rows: usize) -> (u32, u32) {
     )
 }
 
-/// Draws evaluated items (in order, `items[i]` for `evaluated[i]`; a `total` last).
+/// Draws evaluated items (in order, `items[i]` for `evaluated[i]`; a `total` last)
+/// and answers with the image.
 pub fn draw(
     items: &[Item],
     evaluated: &[Evaluated],
@@ -164,7 +161,7 @@ pub fn draw(
     params: &GraphParams,
     title_prefix: &str,
     tz: Tz,
-) -> Result<Vec<u8>, GraphError> {
+) -> Result<Response, GraphError> {
     let period = &params.period;
     let mut opts = GraphOptions::rrd();
     let vrule_rows = if params.vrule_legend {
@@ -254,50 +251,8 @@ pub fn draw(
         }
         series.push(gs);
     }
-    let format = if params.svg {
-        ImageFormat::Svg
-    } else {
-        ImageFormat::Png
-    };
-    render_graph(&series, &opts, period.from, period.until, tz, format)
-}
-
-/// An image answer.
-pub fn image_response(bytes: Vec<u8>, svg: bool) -> Response {
-    let ct = if svg {
-        ImageFormat::Svg.content_type()
-    } else {
-        ImageFormat::Png.content_type()
-    };
-    (StatusCode::OK, [(header::CONTENT_TYPE, ct)], bytes).into_response()
-}
-
-/// `/render?format=png|svg` (and `/render` without a format): graphite-web's graph of
-/// the evaluated targets, with its graph parameters (`width`, `height`, `title`,
-/// `areaMode`, `style=rrd`, …). `from`/`until` are the request's interval.
-pub fn render_image(
-    series: &[TimeSeries],
-    params: &Params,
-    tz: Tz,
-    from: i64,
-    until: i64,
-    svg: bool,
-) -> Response {
-    let opts = match GraphOptions::from_params(params.pairs()) {
-        Ok(o) => o,
-        Err(e) => return crate::bad_request(e),
-    };
-    let lines: Vec<GraphSeries> = series.iter().map(GraphSeries::from_time_series).collect();
-    let format = if svg {
-        ImageFormat::Svg
-    } else {
-        ImageFormat::Png
-    };
-    match render_graph(&lines, &opts, from, until, tz, format) {
-        Ok(bytes) => image_response(bytes, svg),
-        Err(e) if e.is_client_error() => crate::bad_request(e),
-        Err(e) => crate::server_error(e),
-    }
+    let format = image::format(params.svg);
+    image::draw(&series, &opts, period.from, period.until, tz, format)
 }
 
 #[cfg(test)]

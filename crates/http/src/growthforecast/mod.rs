@@ -6,7 +6,7 @@
 //! - `form.rs`: request parameters (query string, form or multipart body).
 //! - `json.rs`: the JSON shapes GrowthForecast answers with.
 //! - `view.rs`: what a graph shows, as Graphite targets over its one series.
-//! - `graph.rs`: images (and graphite-web's `/render?format=png|svg`) and summaries.
+//! - `graph.rs`: what a graph's image shows (drawn by `crate::image`) and summaries.
 //! - `api.rs`: `/api/...`, `/json/...`, deletes, vertical rules.
 //! - `draw.rs`: `/graph`, `/summary`, `/xport` of graphs and complex graphs.
 
@@ -24,7 +24,7 @@ pub mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -32,7 +32,6 @@ use serde_json::json;
 use sumi_model::Sink;
 
 pub use db::{Complex, ComplexItem, Db, DbError, Graph};
-pub use graph::render_image;
 pub use writer::{SeriesRegistry, Writer};
 
 use crate::AppState;
@@ -102,14 +101,7 @@ pub enum GfError {
 
 impl IntoResponse for GfError {
     fn into_response(self) -> Response {
-        let text = |status: StatusCode, msg: String| {
-            (
-                status,
-                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                msg + "\n",
-            )
-                .into_response()
-        };
+        let text = |status: StatusCode, msg: String| crate::text_error(status, msg);
         match self {
             GfError::Invalid(messages) => (
                 StatusCode::BAD_REQUEST,

@@ -9,8 +9,8 @@
 //!
 //! The result is printable ASCII without a dot, a glob character, a bracket, a
 //! comma, a quote or a space, so it survives carbon's plaintext protocol, Graphite's
-//! target grammar and glob matching unchanged, and the rule is reversible:
-//! [`unescape_node`] gives the original name back. `%` was chosen because graphite-web
+//! target grammar and glob matching unchanged, and the rule is reversible (the
+//! tests' `unescape_node` gives the original name back). `%` was chosen because graphite-web
 //! accepts it bare in a target and everyone knows how to read it.
 
 use std::fmt::Write;
@@ -20,8 +20,9 @@ use std::fmt::Write;
 pub const MAX_NAME_CHARS: usize = 255;
 
 /// A node that is not the escaped form of any name.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NodeError {
+enum NodeError {
     #[error("node {node:?} has a bad escape at byte {at} (expected % and two hex digits)")]
     BadEscape { node: String, at: usize },
     #[error("node {node:?} has {ch:?} unescaped (only A-Z a-z 0-9 _ - stay as they are)")]
@@ -61,8 +62,10 @@ pub fn escape_node(name: &str) -> String {
     out
 }
 
-/// The name a node was escaped from.
-pub fn unescape_node(node: &str) -> Result<String, NodeError> {
+/// The name a node was escaped from (the inverse of [`escape_node`], which only the
+/// tests need).
+#[cfg(test)]
+fn unescape_node(node: &str) -> Result<String, NodeError> {
     let bytes = node.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -122,7 +125,8 @@ pub fn series_name(service: &str, section: &str, graph: &str) -> String {
 }
 
 /// The three names behind a series path, when it has the shape of a graph's.
-pub fn split_series(path: &str) -> Result<(String, String, String), NodeError> {
+#[cfg(test)]
+fn split_series(path: &str) -> Result<(String, String, String), NodeError> {
     let mut nodes = path.split('.');
     match (nodes.next(), nodes.next(), nodes.next(), nodes.next()) {
         (Some(a), Some(b), Some(c), None) => {

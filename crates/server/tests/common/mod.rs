@@ -184,7 +184,7 @@ impl Sumi {
     /// SIGTERM and wait for a clean exit.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            unsafe_sigterm(c.id());
+            send_sigterm(c.id());
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
                 if let Some(status) = c.try_wait().unwrap() {
@@ -221,7 +221,7 @@ impl Drop for Sumi {
     }
 }
 
-fn unsafe_sigterm(pid: u32) {
+fn send_sigterm(pid: u32) {
     let status = Command::new("kill")
         .arg("-TERM")
         .arg(pid.to_string())

@@ -219,7 +219,7 @@ impl Inner {
             head.clear();
             let s = {
                 // the order of `snapshot_series`: shard, frozen, version, roll
-                let shard = self.shard_of(p.id).read();
+                let shard = self.head.shard_of(p.id).read();
                 let s = self.refresh(&mut snap, &mut sc);
                 shard.rows_of(p.id, &mut head);
                 s
@@ -255,9 +255,9 @@ impl Inner {
     /// holds the series' shard lock). Lookup positions are dropped with the version
     /// whose parts they point into.
     fn refresh<'s>(&self, snap: &'s mut Option<Snapshot>, sc: &mut Scratch) -> &'s Snapshot {
-        let frozen = self.frozen.read();
-        let version = self.version.read();
-        let roll = self.roll_view.read();
+        let frozen = self.head.frozen_guard();
+        let version = self.parts.current_guard();
+        let roll = self.parts.roll_guard();
         let reuse = snap.as_ref().is_some_and(|s| {
             Arc::ptr_eq(&s.version, &version)
                 && s.frozen.len() == frozen.len()

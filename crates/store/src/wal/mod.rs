@@ -10,11 +10,15 @@
 //!
 //! - [`record`]: the payload encoding of points.
 //! - [`segment`]: files, headers, framing.
-//! - [`replay`]: reading back on open.
+//! - [`replay`]: reading back on open; [`read_segment`] reads one segment's bytes the
+//!   same way, without a file (the only public part, for the fuzz target).
 
 pub(crate) mod record;
 pub(crate) mod replay;
 pub(crate) mod segment;
+
+pub use record::{RecordError, WalPoint};
+pub use replay::{read_segment, SegmentError, SegmentRead};
 
 use std::fs::File;
 use std::io::Write;

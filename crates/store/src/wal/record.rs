@@ -10,16 +10,19 @@ const KIND_POINTS: u8 = 1;
 
 /// One point as the WAL and the head see it: already placed at its level and slot.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct WalPoint {
-    pub(crate) series: u32,
-    pub(crate) level: u8,
-    pub(crate) slot: i64,
-    pub(crate) value: f64,
+pub struct WalPoint {
+    /// The series id (`series.log`).
+    pub series: u32,
+    /// The level (archive) the point was placed in.
+    pub level: u8,
+    /// The slot: the time aligned down to the level's step, in seconds.
+    pub slot: i64,
+    pub value: f64,
 }
 
 /// Why a payload could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum RecordError {
+pub enum RecordError {
     #[error("payload ends inside point {0}")]
     Truncated(u64),
     #[error("unknown record kind {0}")]

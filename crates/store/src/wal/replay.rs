@@ -6,9 +6,121 @@
 use std::fs::{self, OpenOptions};
 use std::path::Path;
 
-use super::record::{decode_points, WalPoint};
+use super::record::{decode_points, RecordError, WalPoint};
 use super::segment::{self, HEADER_LEN, MAGIC, MAX_RECORD, VERSION};
 use crate::StoreError;
+
+/// Where and why a segment stops being readable; replay cuts the segment at
+/// [`SegmentError::offset`] (removes it when the header itself is bad).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SegmentError {
+    #[error("segment shorter than its header")]
+    Short,
+    #[error("bad magic")]
+    Magic,
+    #[error("unknown version")]
+    Version,
+    #[error("truncated record header")]
+    RecordHeader { offset: u64 },
+    #[error("record length {len} is implausible")]
+    Length { offset: u64, len: usize },
+    #[error("record of {len} bytes runs past the end")]
+    PastEnd { offset: u64, len: usize },
+    #[error("crc mismatch")]
+    Crc { offset: u64 },
+    /// A record whose frame and CRC are right but whose payload does not decode.
+    #[error("{source}")]
+    Record { offset: u64, source: RecordError },
+}
+
+impl SegmentError {
+    /// The byte offset in the segment file where the problem starts.
+    pub fn offset(&self) -> u64 {
+        match self {
+            SegmentError::Short | SegmentError::Magic => 0,
+            SegmentError::Version => 8,
+            SegmentError::RecordHeader { offset }
+            | SegmentError::Length { offset, .. }
+            | SegmentError::PastEnd { offset, .. }
+            | SegmentError::Crc { offset }
+            | SegmentError::Record { offset, .. } => *offset,
+        }
+    }
+}
+
+/// One segment file read from its bytes, as replay reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentRead {
+    /// The points of every whole record before the first problem, in log order.
+    pub points: Vec<WalPoint>,
+    /// The whole records read.
+    pub records: u64,
+    /// Where reading stopped early, if it did.
+    pub problem: Option<SegmentError>,
+}
+
+/// Reads a WAL segment's bytes (header, then framed records) without touching a
+/// file: what replay would apply, and where it would cut. The fuzz crate's entry to
+/// the reader.
+pub fn read_segment(data: &[u8]) -> SegmentRead {
+    let mut points = Vec::new();
+    let (records, _, problem) = scan(data, |batch| points.extend_from_slice(batch));
+    SegmentRead {
+        points,
+        records,
+        problem,
+    }
+}
+
+/// Reads `data` record by record, calling `on_record` with the points of each whole,
+/// valid record. Returns the records and points read and the first problem.
+fn scan(data: &[u8], mut on_record: impl FnMut(&[WalPoint])) -> (u64, u64, Option<SegmentError>) {
+    let (mut records, mut points) = (0u64, 0u64);
+    if data.len() < HEADER_LEN as usize {
+        return (0, 0, Some(SegmentError::Short));
+    } else if &data[..8] != MAGIC {
+        return (0, 0, Some(SegmentError::Magic));
+    } else if u32::from_le_bytes([data[8], data[9], data[10], data[11]]) != VERSION {
+        return (0, 0, Some(SegmentError::Version));
+    }
+    let mut batch: Vec<WalPoint> = Vec::new();
+    let mut off = HEADER_LEN as usize;
+    while off < data.len() {
+        let offset = off as u64;
+        let rest = &data[off..];
+        if rest.len() < 8 {
+            return (records, points, Some(SegmentError::RecordHeader { offset }));
+        }
+        let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        if len > MAX_RECORD {
+            return (records, points, Some(SegmentError::Length { offset, len }));
+        }
+        let Some(payload) = rest.get(8..8 + len) else {
+            return (records, points, Some(SegmentError::PastEnd { offset, len }));
+        };
+        if crc32c::crc32c(payload) != crc {
+            return (records, points, Some(SegmentError::Crc { offset }));
+        }
+        batch.clear();
+        match decode_points(payload, |p| batch.push(p)) {
+            Ok(n) => {
+                records += 1;
+                points += n;
+                on_record(&batch);
+                off += 8 + len;
+            }
+            Err(source) => {
+                return (
+                    records,
+                    points,
+                    Some(SegmentError::Record { offset, source }),
+                )
+            }
+        }
+    }
+    (records, points, None)
+}
 
 /// What a replay did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -46,57 +158,15 @@ pub(crate) fn replay_with(
     let segs = segment::list(dir)?;
     report.last_segment = segs.last().copied();
     let todo: Vec<u64> = segs.into_iter().filter(|&s| s >= from).collect();
-    let mut batch: Vec<WalPoint> = Vec::new();
     for (i, &seq) in todo.iter().enumerate() {
         let is_last = i + 1 == todo.len();
         let path = segment::segment_path(dir, seq);
         let data = fs::read(&path).map_err(|e| StoreError::io("read", &path, e))?;
         report.segments += 1;
-        let mut problem: Option<(u64, String)> = None;
-        if data.len() < HEADER_LEN as usize {
-            problem = Some((0, "segment shorter than its header".into()));
-        } else if &data[..8] != MAGIC {
-            problem = Some((0, "bad magic".into()));
-        } else if u32::from_le_bytes([data[8], data[9], data[10], data[11]]) != VERSION {
-            problem = Some((8, "unknown version".into()));
-        }
-        let mut off = HEADER_LEN as usize;
-        while problem.is_none() && off < data.len() {
-            let rest = &data[off..];
-            if rest.len() < 8 {
-                problem = Some((off as u64, "truncated record header".into()));
-                break;
-            }
-            let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
-            if len > MAX_RECORD {
-                problem = Some((off as u64, format!("record length {len} is implausible")));
-                break;
-            }
-            let Some(payload) = rest.get(8..8 + len) else {
-                problem = Some((
-                    off as u64,
-                    format!("record of {len} bytes runs past the end"),
-                ));
-                break;
-            };
-            if crc32c::crc32c(payload) != crc {
-                problem = Some((off as u64, "crc mismatch".into()));
-                break;
-            }
-            batch.clear();
-            match decode_points(payload, |p| batch.push(p)) {
-                Ok(n) => {
-                    report.records += 1;
-                    report.points += n;
-                    batch.iter().for_each(|&p| apply(p));
-                    off += 8 + len;
-                }
-                Err(e) => {
-                    problem = Some((off as u64, e.to_string()));
-                }
-            }
-        }
+        let (records, points, problem) = scan(&data, |batch| batch.iter().for_each(|&p| apply(p)));
+        report.records += records;
+        report.points += points;
+        let problem = problem.map(|e| (e.offset(), e.to_string()));
         if let Some((at, why)) = problem {
             if !is_last && !repair {
                 return Err(StoreError::corrupt("wal segment", &path, at, why));

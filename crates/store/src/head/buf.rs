@@ -1,4 +1,5 @@
-//! The in-memory head: raw rows as appended, per shard, searchable at once.
+//! One shard's buffer of raw rows as appended, searchable at once, and the frozen
+//! generations made of them.
 //!
 //! A row is 24 bytes: the series, a link to the series' previous row in this buffer,
 //! the level and slot packed in one word, and the value. `last[series]` points at a

@@ -1,0 +1,236 @@
+//! Wiring: the configuration made into stages — the store opened, the ingest
+//! listeners, HTTP and self-monitoring started on bound sockets — and held as one
+//! [`Running`] server until [`Running::shutdown`] stops it in order.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use axum::serve::ListenerExt as _;
+use sumi_http::growthforecast::SeriesRegistry;
+use sumi_http::ops::Readiness;
+use sumi_ingest::{IngestStats, PlaintextOptions};
+use sumi_model::{SeriesRules, StorageAggregation, StorageSchemas, SystemClock};
+use sumi_store::{FsyncPolicy, Store, StoreOptions};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::info;
+
+use crate::bind::{Addrs, Listeners};
+use crate::config::Config;
+use crate::{notify, selfmon, tls};
+
+/// A started server: the store, and each stage's task with the switch that stops it.
+pub(crate) struct Running {
+    pub(crate) store: Arc<Store>,
+    pub(crate) readiness: Arc<Readiness>,
+    pub(crate) selfmon: Option<JoinHandle<()>>,
+    pub(crate) selfmon_stop: watch::Sender<bool>,
+    pub(crate) ingest: Vec<JoinHandle<()>>,
+    pub(crate) ingest_stop: watch::Sender<bool>,
+    pub(crate) http: JoinHandle<std::io::Result<()>>,
+    pub(crate) http_stop: watch::Sender<bool>,
+}
+
+/// The rules for new series: carbon's files when given, the built-in ones otherwise.
+fn load_rules(config: &Config) -> Result<SeriesRules> {
+    let mut rules = SeriesRules::builtin();
+    if let Some(path) = &config.schemas_file {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        rules.schemas = StorageSchemas::parse(&path.display().to_string(), &text)?;
+    }
+    if let Some(path) = &config.aggregation_file {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        rules.aggregation = StorageAggregation::parse(&path.display().to_string(), &text)?;
+    }
+    Ok(rules)
+}
+
+/// Opens the store with the configured rules, and the registry of GrowthForecast's
+/// series, whose aggregation the store was opened with.
+pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesRegistry)> {
+    let t0 = Instant::now();
+    let mut opts = StoreOptions::new(config.data_dir.clone());
+    opts.rules = load_rules(config)?;
+    opts.fsync = config
+        .fsync
+        .parse::<FsyncPolicy>()
+        .map_err(|e| anyhow::anyhow!("storage.fsync: {e}"))?;
+    opts.max_future_secs = config.max_future_secs;
+    config.storage_tuning.apply(&mut opts);
+    // Series of GrowthForecast graphs roll up by average with xFilesFactor 0.
+    let gf_series = SeriesRegistry::new();
+    opts.rules.aggregation = opts
+        .rules
+        .aggregation
+        .with_override(gf_series.aggregation_override());
+    let store = tokio::task::spawn_blocking(move || Store::open(opts, Arc::new(SystemClock)))
+        .await
+        .context("opening the store")?
+        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    info!(
+        dir = %config.data_dir.display(),
+        series = store.series_count(),
+        secs = t0.elapsed().as_secs_f64(),
+        "store open"
+    );
+    Ok((store, gf_series))
+}
+
+/// Starts every stage on `listeners` over an open store, then says the server is
+/// ready (`/ready`, the ready file, systemd).
+pub(crate) fn start(
+    listeners: Listeners,
+    config: &Config,
+    store: Arc<Store>,
+    gf_series: SeriesRegistry,
+) -> Result<Running> {
+    let addrs = listeners.addrs()?;
+    let Listeners {
+        carbon,
+        carbon_udp,
+        pickle,
+        http,
+    } = listeners;
+    // read before serving: a bad certificate stops the start, not the first request
+    let tls_config = match &config.tls {
+        Some(files) => Some(tls::load(&files.cert, &files.key)?),
+        None => None,
+    };
+    let udp = carbon_udp.is_some();
+    crate::bind::log_listeners(config, addrs, udp, tls_config.is_some());
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+
+    let stats = Arc::new(IngestStats::default());
+    let plain_opts = PlaintextOptions {
+        max_line_bytes: config.max_line_bytes,
+        max_connections: config.max_connections as u64,
+        allow: config.carbon_allow.clone(),
+        ..PlaintextOptions::default()
+    };
+    let sink: Arc<dyn sumi_model::Sink> = store.clone();
+    let (ingest_stop, ingest_stopped) = watch::channel(false);
+    let mut ingest = Vec::new();
+    ingest.push(tokio::spawn(sumi_ingest::serve_tcp(
+        carbon,
+        sink.clone(),
+        plain_opts.clone(),
+        stats.clone(),
+        ingest_stopped.clone(),
+    )));
+    if let Some(udp) = carbon_udp {
+        ingest.push(tokio::spawn(sumi_ingest::serve_udp(
+            udp,
+            sink.clone(),
+            plain_opts.clone(),
+            stats.clone(),
+            ingest_stopped.clone(),
+        )));
+    }
+    ingest.push(tokio::spawn(sumi_ingest::serve_pickle(
+        pickle,
+        sink.clone(),
+        sumi_ingest::PickleOptions {
+            listener: plain_opts.clone(),
+            ..sumi_ingest::PickleOptions::default()
+        },
+        stats.clone(),
+        ingest_stopped.clone(),
+    )));
+
+    let state = sumi_http::AppState::new(
+        store.clone(),
+        stats.clone(),
+        &config.data_dir,
+        gf_series,
+        config.http_options(),
+    )?;
+    let readiness = state.readiness.clone();
+    let http_stats = state.http_stats.clone();
+    let (http_stop, mut http_stopped) = watch::channel(false);
+    let app =
+        sumi_http::router(Arc::new(state)).into_make_service_with_connect_info::<SocketAddr>();
+    let stopped = async move {
+        let _ = http_stopped.wait_for(|stop| *stop).await;
+    };
+    let http_task = match tls_config {
+        None => {
+            tokio::spawn(
+                async move { axum::serve(http, app).with_graceful_shutdown(stopped).await },
+            )
+        }
+        Some(tls_config) => tokio::spawn(async move {
+            // `tap_io` also gives the listener axum's ConnectInfo<SocketAddr>
+            let listener = tls::TlsListener::new(http, tls_config).tap_io(|tls| {
+                let _ = tls.get_ref().0.set_nodelay(true);
+            });
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await
+        }),
+    };
+
+    let (selfmon_stop, selfmon_stopped) = watch::channel(false);
+    let selfmon_task = config.selfmon.enabled.then(|| {
+        let sources = selfmon::Sources {
+            ingest: stats.clone(),
+            store: store.clone(),
+            http: http_stats,
+        };
+        tokio::spawn(selfmon::run(
+            config.selfmon.clone(),
+            sources,
+            sink.clone(),
+            selfmon_stopped,
+        ))
+    });
+
+    let running = Running {
+        store,
+        readiness,
+        selfmon: selfmon_task,
+        selfmon_stop,
+        ingest,
+        ingest_stop,
+        http: http_task,
+        http_stop,
+    };
+    running.readiness.set_ready();
+    announce(config, addrs, udp)?;
+    Ok(running)
+}
+
+/// Says where the server listens: the log, the ready file, systemd.
+fn announce(config: &Config, addrs: Addrs, udp: bool) -> Result<()> {
+    let Addrs {
+        carbon,
+        pickle,
+        http,
+    } = addrs;
+    info!(
+        carbon = %carbon,
+        udp,
+        pickle = %pickle,
+        http = %http,
+        tls = config.tls.is_some(),
+        auth = config.auth.is_enabled(),
+        "sumi serving"
+    );
+    if let Some(path) = &config.ready_file {
+        let json = format!(
+            "{{\"carbon\":\"{carbon}\",\"pickle\":\"{pickle}\",\"http\":\"{http}\",\"pid\":{}}}\n",
+            std::process::id()
+        );
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, json)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .with_context(|| format!("writing ready file {}", path.display()))?;
+    }
+    notify::notify("READY=1");
+    Ok(())
+}
