@@ -19,6 +19,7 @@ pub mod remote_write;
 pub mod tagged;
 pub mod target;
 pub mod wal;
+pub mod whisper;
 
 /// A fuzz target: must not panic, whatever the bytes.
 pub type Target = fn(&[u8]);
@@ -37,6 +38,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("glob", glob::glob),
     ("tagged_name", tagged::tagged_name),
     ("wal_segment", wal::wal_segment),
+    ("whisper_file", whisper::whisper_file),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -49,6 +51,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("codec_decode", codec::decode_seeds),
     ("codec_roundtrip", codec::roundtrip_seeds),
     ("wal_segment", wal::seeds),
+    ("whisper_file", whisper::seeds),
 ];
 
 /// The target called `name`.
