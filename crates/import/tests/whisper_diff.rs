@@ -7,7 +7,8 @@
 //! overwritten, and dumps whisper's `info` and `fetch` answers for thousands of
 //! (from, until, now) triples. Every header, archive, fetch and value must match, floats
 //! bit for bit. It also dumps carbon's paths for tagged and plain names
-//! (`TaggedSeries.encode`, shared by carbon and graphite-web 1.1.10).
+//! (`TaggedSeries.encode`, shared by carbon and graphite-web 1.1.10), and damaged copies
+//! of a file with what whisper makes of them (sumi refuses each with its own error).
 //!
 //! Nothing is skipped: without python3, its venv module or PyPI the first time, the
 //! test fails with what setup.sh says is missing.
@@ -232,5 +233,37 @@ fn carbon_paths_as_carbon_encodes_them() {
             let plain = PathName::Plain(canonical.trim_start_matches('.').to_string());
             assert_eq!(carbon::series_name(Path::new(named)), Ok(plain), "{name}");
         }
+    }
+}
+
+#[test]
+fn damaged_files_are_refused_where_whisper_fails_or_misreads() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("whisper-diff-damaged");
+    let dump = generate(&dir);
+    let damaged = dump["damaged"].as_array().expect("damaged");
+    assert!(damaged.len() >= 13);
+    for case in damaged {
+        let file = case["file"].as_str().expect("file");
+        let path = dir.join(file);
+        let len = std::fs::metadata(&path).expect("damaged file").len();
+        // whisper's verdict: "corrupt" (its header reader refuses), an exception from
+        // fetch, or "ok" (it reads the file, wrongly). sumi refuses them all, here.
+        let verdict = case["whisper"].as_str().expect("verdict");
+        let e = Whisper::open(&path).expect_err(file);
+        assert_eq!(e.path, path);
+        assert!(e.offset <= len, "{e}: offset past {len} bytes");
+        let kind = format!("{:?}", e.kind);
+        let want = match file {
+            "damaged_empty.wsp" | "damaged_cut_header.wsp" => "ShortHeader",
+            "damaged_cut_table.wsp" | "damaged_many_archives.wsp" => "ShortArchiveTable",
+            "damaged_cut_archive.wsp" | "damaged_offset_past_end.wsp" => "ArchiveOutsideFile",
+            "damaged_agg_zero.wsp" | "damaged_agg_nine.wsp" => "UnknownAggregation",
+            "damaged_xff_big.wsp" | "damaged_xff_nan.wsp" => "XFilesFactor",
+            "damaged_no_archives.wsp" => "NoArchives",
+            "damaged_zero_step.wsp" => "ZeroStep",
+            "damaged_zero_points.wsp" => "ZeroPoints",
+            other => panic!("unexpected damaged file {other}"),
+        };
+        assert!(kind.starts_with(want), "{file} (whisper: {verdict}): {e}");
     }
 }

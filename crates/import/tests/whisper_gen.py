@@ -11,7 +11,8 @@ OUT_DIR/*.wsp and prints one JSON document on stdout:
                          "archives": [[offset, secondsPerPoint, points], ...]},
                 "fetches": [{"from", "until", "now", "archive": null | secondsPerPoint,
                              "result": null | "invalid" | [from, until, step, [value, ...]]}]}],
-     "names": [{"name", "canonical", "hash", "named"}]}
+     "names": [{"name", "canonical", "hash", "named"}],
+     "damaged": [{"file": "damaged_x.wsp", "whisper": "corrupt" | exception | "ok"}]}
 
 A value is null or the 16 hex digits of the IEEE-754 bits of the double (so NaN,
 infinities and -0.0 compare bit for bit). "archive" set means the fetch asked for that
@@ -154,6 +155,53 @@ def names(rng):
     return out
 
 
+def damage(out_dir, good_path):
+    """Damaged copies of a good file, with what whisper makes of each: "corrupt" when
+    its header reader raises CorruptWhisperFile, else the exception a fetch raises, or
+    "ok" when whisper reads it without complaint."""
+    with open(good_path, "rb") as fh:
+        good = fh.read()
+
+    def patch(at, fmt, v):
+        b = bytearray(good)
+        struct.pack_into(fmt, b, at, v)
+        return bytes(b)
+
+    variants = {
+        "empty": b"",
+        "cut_header": good[:10],
+        "cut_table": good[:30],
+        "cut_archive": good[:-5],
+        "agg_zero": patch(0, ">L", 0),
+        "agg_nine": patch(0, ">L", 9),
+        "xff_big": patch(8, ">f", 1.5),
+        "xff_nan": patch(8, ">f", float("nan")),
+        "no_archives": patch(12, ">L", 0),
+        "many_archives": patch(12, ">L", 0xFFFFFFFF),
+        "zero_step": patch(20, ">L", 0),
+        "zero_points": patch(24, ">L", 0),
+        "offset_past_end": patch(16, ">L", len(good)),
+    }
+    out = []
+    for name, data in variants.items():
+        file = "damaged_%s.wsp" % name
+        path = os.path.join(out_dir, file)
+        with open(path, "wb") as fh:
+            fh.write(data)
+        try:
+            whisper.info(path)
+        except whisper.CorruptWhisperFile:
+            out.append({"file": file, "whisper": "corrupt"})
+            continue
+        try:
+            whisper.fetch(path, NOW - 600, NOW, now=NOW)
+            verdict = "ok"
+        except Exception as e:  # noqa: BLE001  (what whisper raises is the answer)
+            verdict = type(e).__name__
+        out.append({"file": file, "whisper": verdict})
+    return out
+
+
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
@@ -183,7 +231,8 @@ def main():
            for d, w in [(3600, 600), (86400, 86400), (86400 * 7, 86400), (86400 * 400, 86400 * 30),
                         (86400 * 30, 0)]]
     files.append({"file": "big_average.wsp", "info": info(path), "fetches": big})
-    json.dump({"now": NOW, "files": files, "names": names(rng)}, sys.stdout)
+    damaged = damage(out_dir, os.path.join(out_dir, "two_average.wsp"))
+    json.dump({"now": NOW, "files": files, "names": names(rng), "damaged": damaged}, sys.stdout)
 
 
 if __name__ == "__main__":
