@@ -16,6 +16,7 @@ pub mod json_bulk;
 pub mod pickle;
 pub mod plaintext;
 pub mod remote_write;
+pub mod rrd;
 pub mod tagged;
 pub mod target;
 pub mod wal;
@@ -39,6 +40,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tagged_name", tagged::tagged_name),
     ("wal_segment", wal::wal_segment),
     ("whisper_file", whisper::whisper_file),
+    ("rrd_file", rrd::rrd_file),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -52,6 +54,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("codec_roundtrip", codec::roundtrip_seeds),
     ("wal_segment", wal::seeds),
     ("whisper_file", whisper::seeds),
+    ("rrd_file", rrd::seeds),
 ];
 
 /// The target called `name`.
