@@ -3,7 +3,8 @@
 //!
 //! `rrd_gen.py` (beside this file) runs with the system python (`/usr/bin/python3`,
 //! where Debian installs the `rrdtool` module): it creates files with every data source
-//! type, RRAs of AVERAGE, MIN, MAX and LAST (and Holt-Winters ones) of several steps and
+//! type (and so format versions 0003, 0004 and 0005), RRAs of AVERAGE, MIN, MAX and LAST
+//! (and Holt-Winters ones) of several steps and
 //! row counts, fills them with gaps, unknowns, counter resets and fractional times, and
 //! dumps `rrdtool info` and thousands of `rrdtool fetch` answers. Every definition,
 //! fetch window and value must match, floats bit for bit (NaN where rrdtool says
@@ -73,11 +74,13 @@ fn rrd_files_read_as_rrdtool_fetches_them() {
     let files = dump["files"].as_array().expect("files");
     assert!(files.len() >= 6, "{} files", files.len());
     let (mut fetches, mut refusals, mut values) = (0, 0, 0);
+    let mut versions = std::collections::BTreeSet::new();
     for file in files {
         let name = file["file"].as_str().expect("file name");
         let r = Rrd::open(dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
         let info = &file["info"];
         assert_eq!(r.header().version, info["version"], "{name}");
+        versions.insert(r.header().version.clone());
         assert_eq!(r.header().pdp_step as i64, int(&info["step"]), "{name}");
         assert_eq!(r.last_update(), int(&info["last_update"]), "{name}");
         let ds = info["ds"].as_array().expect("ds");
@@ -160,6 +163,11 @@ fn rrd_files_read_as_rrdtool_fetches_them() {
             }
         }
     }
+    assert_eq!(
+        versions.into_iter().collect::<Vec<_>>(),
+        ["0003", "0004", "0005"],
+        "format versions met"
+    );
     assert!(fetches >= 2_000, "{fetches} fetches");
     assert!(refusals >= 100, "{refusals} refusals");
     assert!(values >= 50_000, "{values} known values compared");

@@ -78,8 +78,16 @@ FILES = {
     "compute": (
         30,
         ["DS:a:GAUGE:60:U:U", "DS:b:GAUGE:60:U:U", "DS:sum:COMPUTE:a,b,+"],
-        ["RRA:AVERAGE:0.5:1:40", "RRA:LAST:0.5:2:40", "RRA:HWPREDICT:50:0.1:0.0035:10"],
+        ["RRA:AVERAGE:0.5:1:40", "RRA:LAST:0.5:2:40", "RRA:MHWPREDICT:50:0.1:0.0035:10"],
         "gaps",
+    ),
+    # DCOUNTER and DDERIVE make rrdtool write version 0005 (MHWPREDICT above: 0004)
+    "floats": (
+        15,
+        ["DS:dc:DCOUNTER:30:U:U", "DS:dd:DDERIVE:45:U:U"],
+        ["RRA:AVERAGE:0.5:1:200", "RRA:MAX:0.5:4:60", "RRA:LAST:0.5:4:60",
+         "RRA:MIN:0.2:13:17"],
+        "dcounters",
     ),
     "empty": (
         60,
@@ -96,7 +104,7 @@ def updates(name, step, nds, how, rng):
     out = []
     t = T0
     counters = [rng.randint(0, 10**6) for _ in range(nds)]
-    n = {"gaps": 600, "dense": 2500, "counters": 3000}[how]
+    n = {"gaps": 600, "dense": 2500, "counters": 3000, "dcounters": 800}[how]
     for i in range(n):
         r = rng.random()
         if how == "gaps" and r < 0.03:
@@ -113,6 +121,9 @@ def updates(name, step, nds, how, rng):
         for k in range(nds):
             if rng.random() < 0.04:
                 vals.append("U")
+            elif how == "dcounters":
+                counters[k] += rng.uniform(0, 1e5)
+                vals.append(repr(counters[k]))
             elif how == "counters" or name == "kinds" and k in (1, 2, 3):
                 counters[k] += rng.randint(0, 10**5)
                 if rng.random() < 0.01:
@@ -189,7 +200,7 @@ def main():
             for u in ups:
                 rrdtool.update(path, u)  # one by one: python3-rrdtool 0.1.10 crashes on long argument lists
             last = int(float(ups[-1].split(":")[0]))
-        cfs = ["AVERAGE", "MIN", "MAX", "LAST", "HWPREDICT", "FAILURES"]
+        cfs = ["AVERAGE", "MIN", "MAX", "LAST", "MHWPREDICT", "FAILURES"]
         longest = max(step * int(r.split(":")[3]) * int(r.split(":")[4])
                       for r in rras if r.split(":")[1] in ("AVERAGE", "MIN", "MAX", "LAST"))
         fetches = []
