@@ -4,11 +4,11 @@
 //! `rrd_gen.py` (beside this file) runs with the system python (`/usr/bin/python3`,
 //! where Debian installs the `rrdtool` module): it creates files with every data source
 //! type (and so format versions 0003, 0004 and 0005), RRAs of AVERAGE, MIN, MAX and LAST
-//! (and Holt-Winters ones) of several steps and
-//! row counts, fills them with gaps, unknowns, counter resets and fractional times, and
-//! dumps `rrdtool info` and thousands of `rrdtool fetch` answers. Every definition,
-//! fetch window and value must match, floats bit for bit (NaN where rrdtool says
-//! unknown), and the requests rrdtool refuses must be refused.
+//! (and Holt-Winters ones) of several steps and row counts, fills them with gaps,
+//! unknowns, counter resets and fractional times, and dumps `rrdtool info` and thousands
+//! of `rrdtool fetch` answers. Every definition, fetch window and value must match,
+//! floats bit for bit (NaN where rrdtool says unknown), and the requests rrdtool
+//! refuses must be refused.
 //!
 //! Nothing is skipped: without rrdtool or its python module the test fails saying so.
 
