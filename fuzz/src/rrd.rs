@@ -17,7 +17,8 @@
 //!   `end < start`, or of a CF no RRA serves (and then none does), or rows of an RRA that
 //!   serves the CF: `start` and `end` aligned on its step, `(end - start) / step` rows of
 //!   one value per data source, each the content of the slot its interval maps to when
-//!   the RRA holds that interval, NaN otherwise.
+//!   the RRA holds that interval (and the row `rra_rows` gives for that time), NaN
+//!   otherwise.
 
 use sumi_import::rrd::{
     Cf, FetchError, Rrd, CDP_PREP_LEN, DS_DEF_LEN, FLOAT_COOKIE, NAME_LEN, PDP_PREP_LEN,
@@ -151,6 +152,10 @@ fn check(file: Vec<u8>, times: &[u8]) {
                 let rows = def.rows as i64;
                 let rra_end = last - last % f.step;
                 let rra_start = rra_end - f.step * (rows - 1);
+                let in_order: Vec<(i64, Vec<f64>)> = r.rra_rows(f.rra).collect();
+                assert_eq!(in_order.len() as i64, rows);
+                assert_eq!(in_order.first().map(|r| r.0), Some(rra_start));
+                assert_eq!(in_order.last().map(|r| r.0), Some(rra_end));
                 for (k, row) in f.rows.iter().enumerate() {
                     assert_eq!(row.len() as u64, nds);
                     let t = f.start + (k as i64 + 1) * f.step;
@@ -159,6 +164,8 @@ fn check(file: Vec<u8>, times: &[u8]) {
                             let slot = (def.cur_row as i64 + 1 + (t - rra_start) / f.step) % rows;
                             let want = r.value(f.rra, slot as u64, d);
                             assert_eq!(v.to_bits(), want.to_bits(), "{f:?} at {t}");
+                            let (rt, row) = &in_order[((t - rra_start) / f.step) as usize];
+                            assert_eq!((*rt, row[d].to_bits()), (t, v.to_bits()));
                         } else {
                             assert!(v.is_nan(), "{f:?} at {t}");
                         }

@@ -479,7 +479,11 @@ impl Rrd {
         }
         at += live;
 
-        let prep = nds * PDP_PREP_LEN + nrra * nds * CDP_PREP_LEN;
+        let prep = nrra
+            .checked_mul(nds)
+            .and_then(|n| n.checked_mul(CDP_PREP_LEN))
+            .and_then(|n| n.checked_add(nds * PDP_PREP_LEN))
+            .unwrap_or(usize::MAX);
         r.need(at, prep, "preparation areas")?;
         at += prep;
 
@@ -573,6 +577,24 @@ impl Rrd {
         let at = def.offset + (row * self.header.ds_count + ds as u64) * 8;
         let at = at as usize;
         f64::from_le_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    /// The rows of RRA `rra` in time order, oldest first: `(t, row)` where `t` ends the
+    /// row's interval and `row` holds one value per data source (NaN where unknown).
+    /// The newest row ends at `last_update - last_update % step`.
+    pub fn rra_rows(&self, rra: usize) -> impl Iterator<Item = (i64, Vec<f64>)> + '_ {
+        let def = &self.rra[rra];
+        let step = self.rra_step(rra);
+        let rows = def.rows;
+        let newest = self.last_up - self.last_up % step;
+        let oldest = newest - step * (rows as i64 - 1);
+        (0..rows).map(move |k| {
+            let slot = (def.cur_row + 1 + k) % rows;
+            let row = (0..self.ds.len())
+                .map(|d| self.value(rra, slot, d))
+                .collect();
+            (oldest + k as i64 * step, row)
+        })
     }
 
     /// The RRA `rrdtool fetch` reads for `cf` over `start..end` at `resolution`: among

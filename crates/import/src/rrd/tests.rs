@@ -75,6 +75,12 @@ fn a_well_formed_file_reads_and_fetches() {
         .map(|v: &f64| v.to_bits())
         .collect();
     assert_eq!(got, want);
+    let rows: Vec<(i64, u64)> = r.rra_rows(0).map(|(t, v)| (t, v[0].to_bits())).collect();
+    let want: Vec<(i64, u64)> = [(800, 3.0), (860, 4.0), (920, 1.0), (980, 2.0)]
+        .iter()
+        .map(|&(t, v): &(i64, f64)| (1_699_999_000 + t, v.to_bits()))
+        .collect();
+    assert_eq!(rows, want);
     // MIN is served by the one-step AVERAGE RRA, as rrdtool does
     assert_eq!(
         r.fetch(Cf::Min, 1_699_999_900, 1_700_000_000, 60)
