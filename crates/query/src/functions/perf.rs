@@ -67,7 +67,7 @@ fn time(source: &MemorySource, registry: &Registry, target: &str, from: i64) -> 
 }
 
 #[test]
-#[ignore]
+#[ignore = "timing, not a check: cargo test -p sumi-query --release -- --ignored perf_functions --nocapture"]
 fn perf_functions_on_a_thousand_series() {
     let source = source();
     let registry = Registry::standard();

@@ -432,7 +432,7 @@ mod speed {
     /// `cargo test -p sumi-query --release -- --ignored sum_speed --nocapture`: the row
     /// reduction of sumSeries over 1,000 series of 8,640 points (a day at 10 s).
     #[test]
-    #[ignore]
+    #[ignore = "timing, not a check: see the doc line above"]
     fn sum_speed() {
         let views: Vec<Vec<Option<f64>>> = (0..1000)
             .map(|s| {
