@@ -229,3 +229,66 @@ fn tagged_ingest_tags_api_and_series_by_tag() {
         2
     );
 }
+
+/// A tagged series rendered by its full name as a plain target, and found by it, as
+/// graphite-web 1.1.10's standard finder answers: a pattern holding `;` is the name
+/// of one series, looked up as written (carbon stores the canonical name and the
+/// finder hashes the pattern unchanged), never globbed, and named by the pattern.
+#[test]
+fn tagged_name_as_plain_target() {
+    let dir = scratch();
+    let sumi = Sumi::start(&dir.path().join("data"), &[]);
+    let t = now() - now() % 60 - 120;
+    sumi.send_tcp(
+        format!(
+            "cpu.usage;host=web01;dc=eu 4 {t}\n\
+             cpu.usage;dc=us;host=web02 6 {t}\n\
+             cpu.usage 9 {t}\n"
+        )
+        .as_bytes(),
+    );
+    sumi.wait_stored(3);
+    let from = t - 60;
+
+    let name = "cpu.usage;dc=eu;host=web01";
+    let r = render(&sumi, name, from);
+    assert_eq!(names(&r), [name], "{r}");
+    assert_eq!(points_of(&r, 0), vec![(4.0, t)]);
+    // the same series as seriesByTag finds
+    let by_tag = render(&sumi, "seriesByTag('name=cpu.usage','dc=eu')", from);
+    assert_eq!(names(&by_tag), [name]);
+    // inside a function, and next to a plain path
+    let r = render(
+        &sumi,
+        "sumSeries(cpu.usage;dc=us;host=web02,cpu.usage)",
+        from,
+    );
+    assert_eq!(points_of(&r, 0), vec![(15.0, t)], "{r}");
+
+    // tags in another order: graphite-web looks the pattern up as written, finds nothing
+    assert_eq!(render(&sumi, "cpu.usage;host=web01;dc=eu", from), json!([]));
+    // no globbing in a tagged pattern, and an unknown tag value is nothing
+    assert_eq!(render(&sumi, "cpu.usage;dc=*;host=web01", from), json!([]));
+    assert_eq!(render(&sumi, "cpu.usage;dc=eu;host=web09", from), json!([]));
+
+    // /metrics/find answers the leaf under the pattern
+    let found = sumi.get_json(&format!("/metrics/find?query={}", q(name)));
+    let found = found.as_array().unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["id"], name);
+    assert_eq!(found[0]["leaf"], 1);
+    let found = sumi.get_json(&format!(
+        "/metrics/find?query={}",
+        q("cpu.usage;host=web01;dc=eu")
+    ));
+    assert_eq!(found, json!([]));
+    // the tree still holds only the plain path
+    let found = sumi.get_json("/metrics/find?query=cpu.*");
+    let ids: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["cpu.usage"]);
+}

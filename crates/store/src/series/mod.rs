@@ -287,7 +287,25 @@ impl SeriesIndex {
     }
 
     /// Nodes matching `pattern`, sorted by path, leaf before branch for one path.
+    ///
+    /// A pattern holding `;` (and not starting with `_tagged.`) names one tagged
+    /// series, as graphite-web 1.1.10's standard finder reads it: no globbing, the
+    /// series stored under exactly that name (carbon stores the canonical form, and the
+    /// finder hashes the pattern as written, so tags in another order find nothing),
+    /// answered as a leaf under the pattern itself.
     pub(crate) fn find(&self, pattern: &PathPattern) -> Vec<FindEntry> {
+        let raw = pattern.as_str();
+        if raw.contains(';') && !raw.starts_with("_tagged.") {
+            return self
+                .lookup(raw.as_bytes())
+                .filter(|&id| self.meta(id).is_some())
+                .map(|_| FindEntry {
+                    path: raw.to_string(),
+                    is_leaf: true,
+                })
+                .into_iter()
+                .collect();
+        }
         self.tree
             .find(pattern)
             .into_iter()
@@ -370,5 +388,15 @@ mod tests {
             .find(&PathPattern::parse("*"))
             .iter()
             .all(|e| !e.path.contains(';')));
+        // ... and found by their exact name, as graphite-web's standard finder does
+        assert_eq!(
+            idx.find(&PathPattern::parse("tagged;k=v")),
+            vec![FindEntry {
+                path: "tagged;k=v".into(),
+                is_leaf: true
+            }]
+        );
+        assert!(idx.find(&PathPattern::parse("tagged;k=*")).is_empty());
+        assert!(idx.find(&PathPattern::parse("tagged;k=w")).is_empty());
     }
 }
