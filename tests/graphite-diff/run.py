@@ -199,11 +199,16 @@ class Run:
         post_both("/tags/tagMultiSeries", tags.register())
         qs = tags.queries(t0)
         expected = [self.get(q.url(gw)) for q in qs]
-        # the comparison means little if graphite-web found nothing: its seriesByTag
-        # renders must all have series
+        # the comparison means little if graphite-web found nothing: its renders must
+        # all have series, but those meant to find none (tags.NO_SERIES), which must not
         for q, exp in zip(qs, expected):
-            if q.kind == "render-json" and exp.body.strip() in (b"", b"[]"):
+            if q.kind != "render-json":
+                continue
+            empty = exp.body.strip() in (b"", b"[]")
+            if empty and tags.NO_SERIES not in q.notes:
                 self.failures.append("graphite-web found no series for %s" % q.show())
+            if not empty and tags.NO_SERIES in q.notes:
+                self.failures.append("graphite-web found series for %s" % q.show())
         results = [self.ask_all("tags", qs, expected, sumi_base)]
         post_both("/tags/delSeries", tags.DELETE)
         # graphite-web's cache is Django's DummyCache here: find_series is not cached

@@ -1,6 +1,7 @@
 """Graphite tags: the same tagged series in graphite-web (whisper files where carbon puts
 them, registered in its local tag database) and in sumi (sent over carbon plaintext,
-some in non-canonical form), then the tag API and ``seriesByTag`` renders compared.
+some in non-canonical form), then the tag API, ``seriesByTag`` renders and tagged names
+as plain targets and ``/metrics/find`` patterns compared.
 
 carbon stores a tagged series under ``_tagged/<sha256[0:3]>/<sha256[3:6]>/<name with .
 as _DOT_>.wsp`` (``TaggedSeries.encode``) and registers its canonical name with
@@ -22,7 +23,7 @@ import whisper
 
 from . import conf
 from . import procs as P
-from .queries import Query
+from .queries import Query, find
 
 # (as sent over carbon, canonical name); the first few are out of carbon's order
 SERIES = [
@@ -105,6 +106,10 @@ def tags_query(path, params, error=False):
     return Query(path, list(params), "tags-json", error=error)
 
 
+# In a Query's notes: graphite-web answers this render with no series.
+NO_SERIES = "no series"
+
+
 def render(target, now, rng="-1h"):
     return Query(
         "/render",
@@ -144,6 +149,40 @@ SERIES_BY_TAG = [
     "seriesByTag('name=tagged.cpu','host=web01')",
 ]
 
+# Tagged series by their full name as plain targets (graphite-web's standard finder looks
+# a pattern holding ';' up as written, without globbing, and names the series by it): the
+# canonical name, tags in another order, a glob, an unknown value, inside functions.
+PLAIN_TAGGED = [
+    "tagged.cpu;dc=east;host=web01",
+    "tagged.disk.used;dc=east;host=web02;mount=/var",
+    "sumSeries(tagged.cpu;dc=east;host=web02,tagged.mem;dc=west;host=web01)",
+    "aliasByTags(tagged.mem;dc=west;host=db01;role=db,'role')",
+]
+# ... and those graphite-web finds nothing for (the harness checks that it does not)
+PLAIN_TAGGED_NONE = [
+    "tagged.cpu;host=web01;dc=east",
+    "tagged.cpu;dc=*;host=web01",
+    "tagged.cpu;dc=east;host=web09",
+]
+
+
+def find_tagged(pattern, now, fmt=None):
+    if fmt is None:
+        return find([("query", pattern)], now)
+    return find([("query", pattern), ("format", fmt)], now, fmt)
+
+
+def plain_tagged(now):
+    out = [render(t, now) for t in PLAIN_TAGGED]
+    for t in PLAIN_TAGGED_NONE:
+        q = render(t, now)
+        q.notes.append(NO_SERIES)
+        out.append(q)
+    for pattern in PLAIN_TAGGED[:2] + PLAIN_TAGGED_NONE:
+        out.append(find_tagged(pattern, now))
+    out.append(find_tagged(PLAIN_TAGGED[0], now, "completer"))
+    return out
+
 
 def queries(now):
     out = [
@@ -173,6 +212,7 @@ def queries(now):
     ]
     out += [tags_query("/tags/findSeries", params) for params in FIND]
     out += [render(t, now) for t in SERIES_BY_TAG]
+    out += plain_tagged(now)
     return out
 
 
@@ -184,4 +224,5 @@ def after_delete(now):
     out = [tags_query("/tags/findSeries", params) for params in FIND]
     out += [tags_query("/tags/dc", []), tags_query("/tags", [])]
     out += [render(t, now) for t in SERIES_BY_TAG]
+    out += plain_tagged(now)
     return out
