@@ -12,6 +12,7 @@
 //!
 //! Their seed corpora are generated: [`decode_seeds`] and [`roundtrip_seeds`].
 
+use crate::Input;
 use sumi_store::codec::{decode, decode_window, encode, info};
 
 /// Largest decoded block whose points are re-encoded (bigger ones cost too long per input).
@@ -71,26 +72,6 @@ pub fn codec_roundtrip(data: &[u8]) {
     check_round_trip(&block, step, &slots, &values);
     let (from, until) = window(data);
     check_window(&block, from, until, &slots, &values);
-}
-
-/// Reads the input front to back; past its end every read gives zeros.
-struct Input<'a>(&'a [u8]);
-
-impl Input<'_> {
-    fn byte(&mut self) -> u8 {
-        let (&b, rest) = self.0.split_first().unwrap_or((&0, &[]));
-        self.0 = rest;
-        b
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.byte(), self.byte(), self.byte(), self.byte()])
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | u64::from(self.u32()) << 32
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// Up to 2,000 values: raw bits (8 bytes each), decimals (`i16 / 10^d`), or a random walk

@@ -61,3 +61,23 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
 pub fn target(name: &str) -> Option<Target> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
+
+/// Reads a fuzz input front to back; past its end every read gives zeros.
+pub(crate) struct Input<'a>(pub(crate) &'a [u8]);
+
+impl Input<'_> {
+    pub(crate) fn byte(&mut self) -> u8 {
+        let (&b, rest) = self.0.split_first().unwrap_or((&0, &[]));
+        self.0 = rest;
+        b
+    }
+    pub(crate) fn u32(&mut self) -> u32 {
+        u32::from_le_bytes([self.byte(), self.byte(), self.byte(), self.byte()])
+    }
+    pub(crate) fn u64(&mut self) -> u64 {
+        u64::from(self.u32()) | u64::from(self.u32()) << 32
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}

@@ -17,6 +17,7 @@
 //! - the encoded segments: exactly the points of the records wholly before the cut,
 //!   bit for bit, and a problem if and only if the cut falls inside a record.
 
+use crate::Input;
 use sumi_store::wal::{read_segment, SegmentError, WalPoint};
 
 const MAGIC: &[u8; 8] = b"SUMIWAL\0";
@@ -177,26 +178,6 @@ fn bits(points: &[WalPoint]) -> Vec<(u32, u8, i64, u64)> {
         .iter()
         .map(|p| (p.series, p.level, p.slot, p.value.to_bits()))
         .collect()
-}
-
-/// Reads the input front to back; past its end every read gives zeros.
-struct Input<'a>(&'a [u8]);
-
-impl Input<'_> {
-    fn byte(&mut self) -> u8 {
-        let (&b, rest) = self.0.split_first().unwrap_or((&0, &[]));
-        self.0 = rest;
-        b
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.byte(), self.byte(), self.byte(), self.byte()])
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | u64::from(self.u32()) << 32
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// Seed inputs for `corpus/wal_segment/`, by file name: an input of each mode, so that

@@ -15,7 +15,7 @@ use crate::part::writer::PartWriter;
 use crate::part::{Header, Kind, Part};
 use crate::series::ClassInfo;
 use crate::store::Inner;
-use crate::version::PartRef;
+
 use crate::wal::segment;
 use crate::StoreError;
 
@@ -70,13 +70,7 @@ impl Inner {
         let parts_ids: Vec<u64> = parts.iter().map(|p| p.header.file_id).collect();
         let mut ed = self.parts.lock_edit();
         let mut v = self.parts.to_edit(&ed);
-        for part in parts {
-            v.add(PartRef {
-                part,
-                order: ed.next_order,
-            });
-            ed.next_order += 1;
-        }
+        ed.add_new(&mut v, parts);
         let prev_checkpoint = ed.checkpoint;
         ed.checkpoint = ed.checkpoint.max(gen.replay_from);
         if let Err(e) = self.parts.write_manifest(&ed, &v) {

@@ -23,6 +23,19 @@ pub(crate) struct EditState {
     pub(crate) next_order: u64,
 }
 
+impl EditState {
+    /// Adds new parts to the edited version `v`, each newer than every part before it.
+    pub(crate) fn add_new(&mut self, v: &mut Version, parts: Vec<Arc<Part>>) {
+        for part in parts {
+            v.add(PartRef {
+                part,
+                order: self.next_order,
+            });
+            self.next_order += 1;
+        }
+    }
+}
+
 pub(crate) struct PartSet {
     /// The data directory, where the manifest lives.
     dir: PathBuf,

@@ -20,7 +20,7 @@ use crate::part::writer::PartWriter;
 use crate::part::{min_series, Cursor, Header, Kind};
 use crate::series::{ClassInfo, SeriesMeta};
 use crate::store::Inner;
-use crate::version::{PartRef, Version};
+use crate::version::Version;
 use crate::StoreError;
 
 fn floor_to(x: i64, w: i64) -> i64 {
@@ -132,13 +132,7 @@ impl Inner {
         let mut ap = self.head.lock_append();
         let mut ed = self.parts.lock_edit();
         let mut v = self.parts.to_edit(&ed);
-        for part in parts {
-            v.add(PartRef {
-                part,
-                order: ed.next_order,
-            });
-            ed.next_order += 1;
-        }
+        ed.add_new(&mut v, parts);
         let mut roll = ap.roll.clone();
         let lr = roll.get_mut(class.id, k);
         if plan.target > plan.from {
