@@ -2,9 +2,12 @@
 //! `/ready` turns 503 and systemd hears `STOPPING=1`, self-monitoring stops, then the
 //! ingest listeners stop accepting and drain (every byte already read is appended),
 //! the store closes (head flushed to parts, WAL synced, manifest written), and HTTP
-//! stops last, so reads keep working until the store is closed.
+//! stops last, so reads keep working until the store is closed. `shutdown` returns once
+//! the last reference to the store is gone (bounded), so that the data directory's lock
+//! is free for the next `run` in the same process.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use tracing::{info, warn};
@@ -49,6 +52,17 @@ impl Running {
             Err(e) => warn!("http task failed: {e}"),
         }
         info!(secs = step.elapsed().as_secs_f64(), "http stopped");
+
+        // The GrowthForecast writer thread lets go of the store once the HTTP state it
+        // belongs to is dropped; the directory lock goes with the last reference.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Arc::strong_count(&self.store) > 1 {
+            if Instant::now() >= deadline {
+                warn!("the store is still referenced 10 s after the shutdown; its directory lock is held until then");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         Ok(())
     }
 }
