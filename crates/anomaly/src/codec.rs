@@ -1,0 +1,199 @@
+//! A detector's state as bytes, to survive restarts.
+//!
+//! ```text
+//! magic "SUMIANO" | version u8 (1)
+//! window u32 | context u32 | table_bits u32          sizes: must match the Config
+//! last_ts i64 | has_last_ts u8 | seen u64 | ignored u64 | step f64
+//! ring_len u32 | head u32 | ring_len × f64
+//! bins_len u32 | bins_len × i8
+//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64
+//! crc32c u32 of everything before it
+//! ```
+//! All integers and floats little-endian; floats bit for bit, so a restored detector
+//! gives exactly the scores the saved one would have given.
+
+use crate::config::Config;
+use crate::detector::{Detector, State};
+
+const MAGIC: &[u8; 7] = b"SUMIANO";
+const VERSION: u8 = 1;
+
+/// Why saved state could not be restored.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum DecodeError {
+    #[error("anomaly state: {0} bytes is too short for a state")]
+    TooShort(usize),
+    #[error("anomaly state: bad magic (not a detector state)")]
+    BadMagic,
+    #[error("anomaly state: version {0} is not supported (expected {VERSION})")]
+    Version(u8),
+    #[error("anomaly state: crc32c mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    Crc { stored: u32, computed: u32 },
+    #[error("anomaly state: saved with {what} = {saved}, configured {configured}")]
+    ConfigMismatch {
+        what: &'static str,
+        saved: u64,
+        configured: u64,
+    },
+    #[error("anomaly state: {0} at offset {1}")]
+    Invalid(&'static str, usize),
+}
+
+impl Detector {
+    /// The state as bytes (format in the module doc).
+    pub fn save(&self) -> Vec<u8> {
+        let st = &self.st;
+        let mut b = Vec::with_capacity(64 + st.ring.len() * 8 + st.table.len());
+        b.extend_from_slice(MAGIC);
+        b.push(VERSION);
+        for v in [self.config().window, self.config().context] {
+            b.extend_from_slice(&(v as u32).to_le_bytes());
+        }
+        b.extend_from_slice(&self.config().table_bits.to_le_bytes());
+        b.extend_from_slice(&st.last_ts.unwrap_or(0).to_le_bytes());
+        b.push(st.last_ts.is_some() as u8);
+        b.extend_from_slice(&st.seen.to_le_bytes());
+        b.extend_from_slice(&st.ignored.to_le_bytes());
+        b.extend_from_slice(&st.step.to_le_bytes());
+        b.extend_from_slice(&(st.ring.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(st.head as u32).to_le_bytes());
+        for v in &st.ring {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&(st.bins.len() as u32).to_le_bytes());
+        b.extend(st.bins.iter().map(|&v| v as u8));
+        b.extend_from_slice(&st.table);
+        b.extend_from_slice(&st.inserts.to_le_bytes());
+        b.extend_from_slice(&st.since_alarm.to_le_bytes());
+        let crc = crc32c::crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// A detector continuing from `bytes` (written by [`Detector::save`]) under `cfg`,
+    /// which must have the same window, context and table sizes.
+    pub fn restore(cfg: Config, bytes: &[u8]) -> Result<Detector, DecodeError> {
+        cfg.validate()
+            .map_err(|_| DecodeError::Invalid("configuration invalid", 0))?;
+        if bytes.len() < MAGIC.len() + 1 + 4 {
+            return Err(DecodeError::TooShort(bytes.len()));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 4);
+        let mut r = Reader { b: body, at: 0 };
+        if r.take(MAGIC.len())? != MAGIC {
+            return Err(DecodeError::BadMagic);
+        }
+        let version = r.u8()?;
+        if version != VERSION {
+            return Err(DecodeError::Version(version));
+        }
+        let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+        let computed = crc32c::crc32c(body);
+        if stored != computed {
+            return Err(DecodeError::Crc { stored, computed });
+        }
+        for (what, configured) in [
+            ("window", cfg.window as u64),
+            ("context", cfg.context as u64),
+            ("table_bits", cfg.table_bits as u64),
+        ] {
+            let saved = r.u32()? as u64;
+            if saved != configured {
+                return Err(DecodeError::ConfigMismatch {
+                    what,
+                    saved,
+                    configured,
+                });
+            }
+        }
+        let ts = r.u64()? as i64;
+        let has_ts = r.u8()?;
+        let last_ts = match has_ts {
+            0 => None,
+            1 => Some(ts),
+            _ => return Err(DecodeError::Invalid("bad last_ts flag", r.at - 1)),
+        };
+        let seen = r.u64()?;
+        let ignored = r.u64()?;
+        let step = f64::from_bits(r.u64()?);
+        if !(step.is_finite() && step >= 0.0) {
+            return Err(DecodeError::Invalid("bad step", r.at - 8));
+        }
+        let ring_len = r.u32()? as usize;
+        let head = r.u32()? as usize;
+        if ring_len > cfg.window || head >= cfg.window.max(1) || (ring_len < cfg.window && head != ring_len % cfg.window) {
+            return Err(DecodeError::Invalid("bad window length or head", r.at - 8));
+        }
+        let mut ring = Vec::with_capacity(cfg.window);
+        for _ in 0..ring_len {
+            let v = f64::from_bits(r.u64()?);
+            if !v.is_finite() {
+                return Err(DecodeError::Invalid("non-finite value in window", r.at - 8));
+            }
+            ring.push(v);
+        }
+        let bins_len = r.u32()? as usize;
+        if bins_len >= cfg.context.max(1) && !(cfg.context == 1 && bins_len == 0) {
+            return Err(DecodeError::Invalid("bad context length", r.at - 4));
+        }
+        let max_bin = cfg.max_bin as i8;
+        let mut bins = Vec::with_capacity(cfg.context);
+        for &v in r.take(bins_len)? {
+            let v = v as i8;
+            if !(-max_bin..=max_bin).contains(&v) {
+                return Err(DecodeError::Invalid("bin out of range", r.at - 1));
+            }
+            bins.push(v);
+        }
+        let table = r.take(1 << cfg.table_bits)?.to_vec();
+        let inserts = r.u64()?;
+        let since_alarm = r.u64()?;
+        if r.at != body.len() {
+            return Err(DecodeError::Invalid("trailing bytes", r.at));
+        }
+        let st = State {
+            last_ts,
+            seen,
+            ignored,
+            step,
+            ring,
+            head,
+            bins,
+            table,
+            inserts,
+            since_alarm,
+        };
+        Ok(Detector::from_state(cfg, st))
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or(DecodeError::Invalid("truncated", self.at))?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let s = self.take(4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let s = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_le_bytes(a))
+    }
+}

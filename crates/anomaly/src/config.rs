@@ -1,0 +1,144 @@
+//! Detector settings. [`Config::default`] is the configuration measured on NAB
+//! (docs/anomaly.md); it is meant for any metric, without tuning.
+
+/// Settings of a [`crate::Detector`]. Fields that size the state (`window`, `context`,
+/// `table_bits`) are recorded in saved state; a state saved under other sizes is refused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Points in the long window whose median and median absolute deviation are the
+    /// series' usual level and spread.
+    pub window: usize,
+    /// Points averaged for the level view (short window against the long one).
+    pub short: usize,
+    /// Points whose standard deviation the spread view compares with the long window's.
+    pub spread_window: usize,
+    /// Accepted points before the first score: the detector only learns until then.
+    pub warmup: usize,
+    /// Robust z-score (distance from the median in spreads) at which the point view
+    /// scores 0.5.
+    pub point_half: f64,
+    /// Robust z-score of the short window's mean at which the level view scores 0.5.
+    pub level_half: f64,
+    /// Ratio (either way) of short to long spread at which the spread view scores 0.5.
+    pub spread_half: f64,
+    /// Width of one quantisation bin of the pattern view, in spreads.
+    pub bin_width: f64,
+    /// Bins each side of the median; values further out share the last bin.
+    pub max_bin: i32,
+    /// Consecutive quantised values forming one context of the pattern view.
+    pub context: usize,
+    /// log2 of the number of cells of the context table.
+    pub table_bits: u32,
+    /// Weight of the pattern view (its score is 0 or this weight).
+    pub pattern_weight: f64,
+    /// Time between points, in multiples of the usual step, at which the gap view
+    /// scores 0.5.
+    pub gap_half: f64,
+    /// Points after an alarm during which scores are damped: one incident, one alarm.
+    pub suppress: usize,
+    /// Score at or above which a point counts as an alarm for `suppress`.
+    pub alarm: f64,
+    /// Factor applied to scores while suppressed.
+    pub damp: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            window: 256,
+            short: 6,
+            spread_window: 16,
+            warmup: 32,
+            point_half: 5.0,
+            level_half: 3.0,
+            spread_half: 4.0,
+            bin_width: 1.0,
+            max_bin: 6,
+            context: 3,
+            table_bits: 12,
+            pattern_weight: 0.5,
+            gap_half: 10.0,
+            suppress: 100,
+            alarm: 0.5,
+            damp: 0.5,
+        }
+    }
+}
+
+impl Config {
+    /// Sets one field by name from text (`window=256`), for configuration files and
+    /// experiments. Unknown names and unparsable or out-of-range values are errors.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("anomaly setting {key}: cannot parse {v:?}"))
+        }
+        match key.trim() {
+            "window" => self.window = num(key, value)?,
+            "short" => self.short = num(key, value)?,
+            "spread_window" => self.spread_window = num(key, value)?,
+            "warmup" => self.warmup = num(key, value)?,
+            "point_half" => self.point_half = num(key, value)?,
+            "level_half" => self.level_half = num(key, value)?,
+            "spread_half" => self.spread_half = num(key, value)?,
+            "bin_width" => self.bin_width = num(key, value)?,
+            "max_bin" => self.max_bin = num(key, value)?,
+            "context" => self.context = num(key, value)?,
+            "table_bits" => self.table_bits = num(key, value)?,
+            "pattern_weight" => self.pattern_weight = num(key, value)?,
+            "gap_half" => self.gap_half = num(key, value)?,
+            "suppress" => self.suppress = num(key, value)?,
+            "alarm" => self.alarm = num(key, value)?,
+            "damp" => self.damp = num(key, value)?,
+            other => return Err(format!("unknown anomaly setting {other:?}")),
+        }
+        self.validate()
+    }
+
+    /// Checks that the settings make a working detector.
+    pub fn validate(&self) -> Result<(), String> {
+        let bad = |what: &str| Err(format!("anomaly settings: {what}"));
+        if !(2..=65_536).contains(&self.window) {
+            return bad("window must be 2..=65536 points");
+        }
+        if self.short == 0 || self.short > self.window {
+            return bad("short must be 1..=window");
+        }
+        if self.spread_window < 2 || self.spread_window > self.window {
+            return bad("spread_window must be 2..=window");
+        }
+        if !(1..=16).contains(&self.context) {
+            return bad("context must be 1..=16");
+        }
+        if !(4..=24).contains(&self.table_bits) {
+            return bad("table_bits must be 4..=24");
+        }
+        if !(1..=100).contains(&self.max_bin) {
+            return bad("max_bin must be 1..=100");
+        }
+        for (name, v) in [
+            ("point_half", self.point_half),
+            ("level_half", self.level_half),
+            ("bin_width", self.bin_width),
+            ("gap_half", self.gap_half),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("anomaly settings: {name} must be > 0"));
+            }
+        }
+        if !(self.spread_half.is_finite() && self.spread_half > 1.0) {
+            return bad("spread_half must be > 1");
+        }
+        for (name, v) in [
+            ("pattern_weight", self.pattern_weight),
+            ("alarm", self.alarm),
+            ("damp", self.damp),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("anomaly settings: {name} must be in [0, 1]"));
+            }
+        }
+        Ok(())
+    }
+}

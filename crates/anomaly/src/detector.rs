@@ -1,0 +1,317 @@
+//! The streaming detector: an ensemble of cheap views of one series, each scoring how far
+//! the newest point is from what the series has done so far, combined into one score in
+//! `[0, 1]` and then damped after an alarm so that one incident raises one alarm.
+//!
+//! Views (docs/anomaly.md has the reasoning):
+//! - **point**: distance of the value from the long window's median, in robust spreads
+//!   (1.4826 × median absolute deviation);
+//! - **level**: the same for the mean of the last few points (level shifts, slow drifts);
+//! - **spread**: ratio of the last points' standard deviation to the long window's
+//!   spread, either way (noise bursts, a series gone flat);
+//! - **pattern**: the value quantised relative to the median and spread, joined with the
+//!   previous quantised values into a context; a context never seen before is novel
+//!   (broken seasonality, a new shape at a usual level);
+//! - **gap**: time since the previous point against the usual step.
+//!
+//! Points are accepted in strictly increasing time. A point at or before the last
+//! accepted time (late, repeated or out of order) and a non-finite value are ignored:
+//! `update` returns `None`, counts them in [`Detector::ignored`] and leaves the state as
+//! it was, so a burst of replayed or delayed points cannot corrupt what was learnt.
+
+use crate::config::Config;
+
+/// The per-view scores of the last accepted point, for explanations ("reason").
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Views {
+    pub point: f64,
+    pub level: f64,
+    pub spread: f64,
+    pub pattern: f64,
+    pub gap: f64,
+}
+
+impl Views {
+    /// The view that contributed most, as a short word.
+    pub fn reason(&self) -> &'static str {
+        let all = [
+            (self.point, "spike"),
+            (self.level, "level shift"),
+            (self.spread, "spread change"),
+            (self.pattern, "new pattern"),
+            (self.gap, "gap"),
+        ];
+        let mut best = all[0];
+        for v in all {
+            if v.0 > best.0 {
+                best = v;
+            }
+        }
+        best.1
+    }
+}
+
+/// Everything the detector learnt; saved and restored by [`crate::codec`].
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct State {
+    pub(crate) last_ts: Option<i64>,
+    /// Accepted points.
+    pub(crate) seen: u64,
+    /// Late, repeated, out-of-order or non-finite points.
+    pub(crate) ignored: u64,
+    /// Usual time between points (seconds), 0 until two points were seen.
+    pub(crate) step: f64,
+    /// The long window, circular once full; `head` is the next slot to write.
+    pub(crate) ring: Vec<f64>,
+    pub(crate) head: usize,
+    /// The last `context - 1` quantised values, oldest first.
+    pub(crate) bins: Vec<i8>,
+    /// Context counts (saturating), halved every `table.len() * 4` insertions.
+    pub(crate) table: Vec<u8>,
+    pub(crate) inserts: u64,
+    /// Accepted points since the last alarm (saturating).
+    pub(crate) since_alarm: u64,
+}
+
+/// One series' detector. Feed it the series' points in time order with [`update`].
+///
+/// [`update`]: Detector::update
+#[derive(Clone, Debug)]
+pub struct Detector {
+    cfg: Config,
+    pub(crate) st: State,
+    views: Views,
+    /// Reused buffer for order statistics; not part of the state.
+    scratch: Vec<f64>,
+}
+
+impl Detector {
+    /// A detector that has seen nothing. Panics on settings that
+    /// [`Config::validate`] rejects; check them first where they come from users.
+    pub fn new(cfg: Config) -> Detector {
+        if let Err(e) = cfg.validate() {
+            panic!("{e}");
+        }
+        let st = State {
+            last_ts: None,
+            seen: 0,
+            ignored: 0,
+            step: 0.0,
+            ring: Vec::with_capacity(cfg.window),
+            head: 0,
+            bins: Vec::with_capacity(cfg.context),
+            table: vec![0; 1 << cfg.table_bits],
+            inserts: 0,
+            since_alarm: u64::MAX,
+        };
+        Detector::from_state(cfg, st)
+    }
+
+    pub(crate) fn from_state(cfg: Config, st: State) -> Detector {
+        Detector {
+            scratch: Vec::with_capacity(cfg.window),
+            cfg,
+            st,
+            views: Views::default(),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Points ignored so far (late, repeated, out of order, not finite).
+    pub fn ignored(&self) -> u64 {
+        self.st.ignored
+    }
+
+    /// Points accepted so far.
+    pub fn seen(&self) -> u64 {
+        self.st.seen
+    }
+
+    /// The per-view scores behind the last score.
+    pub fn views(&self) -> Views {
+        self.views
+    }
+
+    /// Bytes the detector's state takes in memory (its saved form is about the same).
+    pub fn state_bytes(&self) -> usize {
+        std::mem::size_of::<Detector>()
+            + self.cfg.window * 8
+            + self.cfg.context
+            + self.st.table.len()
+            + self.scratch.capacity() * 8
+    }
+
+    /// Takes the point `(ts, value)` (ts in seconds) and returns its anomaly score in
+    /// `[0, 1]`, or `None` when the point was ignored (see the module doc) or the
+    /// detector is still in its warm-up and has no opinion yet.
+    pub fn update(&mut self, ts: i64, value: f64) -> Option<f64> {
+        if !value.is_finite() || self.st.last_ts.is_some_and(|last| ts <= last) {
+            self.st.ignored += 1;
+            return None;
+        }
+        let dt = self.st.last_ts.map(|last| (ts - last) as f64);
+        let stats = (!self.st.ring.is_empty()).then(|| self.level_and_spread());
+        let score = match stats {
+            Some((med, spread)) if self.st.seen >= self.cfg.warmup as u64 => {
+                Some(self.score(value, dt, med, spread))
+            }
+            _ => {
+                self.views = Views::default();
+                None
+            }
+        };
+        self.learn(value, dt, stats);
+        self.st.last_ts = Some(ts);
+        self.st.seen += 1;
+        if let Some(s) = score {
+            if s >= self.cfg.alarm {
+                self.st.since_alarm = 0;
+            } else {
+                self.st.since_alarm = self.st.since_alarm.saturating_add(1);
+            }
+        }
+        score
+    }
+
+    /// The k-th newest value in the long window (0 = newest).
+    fn back(&self, k: usize) -> f64 {
+        let n = self.st.ring.len();
+        self.st.ring[(self.st.head + n - 1 - k) % n]
+    }
+
+    /// Median and robust spread of the long window.
+    fn level_and_spread(&mut self) -> (f64, f64) {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&self.st.ring);
+        let n = self.scratch.len();
+        let mid = n / 2;
+        let med = *self.scratch.select_nth_unstable_by(mid, f64::total_cmp).1;
+        let mut abs_sum = 0.0;
+        for v in self.scratch.iter_mut() {
+            *v = (*v - med).abs();
+            abs_sum += *v;
+        }
+        let mad = *self.scratch.select_nth_unstable_by(mid, f64::total_cmp).1;
+        let mut spread = 1.4826 * mad;
+        if spread <= 0.0 {
+            // Mostly constant series: the mean absolute deviation still sees the rare moves.
+            spread = 1.2533 * abs_sum / n as f64;
+        }
+        let floor = 1e-9 * (1.0 + med.abs());
+        (med, spread.max(floor))
+    }
+
+    fn score(&mut self, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
+        let cfg = &self.cfg;
+        let half = |z: f64, h: f64| 1.0 - (-(z / h) * (z / h) * std::f64::consts::LN_2).exp();
+
+        let point = half((x - med).abs() / spread, cfg.point_half);
+
+        let short = cfg.short.min(self.st.ring.len() + 1);
+        let mut sum = x;
+        for k in 0..short - 1 {
+            sum += self.back(k);
+        }
+        let level = half((sum / short as f64 - med).abs() / spread, cfg.level_half);
+
+        let sw = cfg.spread_window.min(self.st.ring.len() + 1);
+        let (mut s1, mut s2) = (x - med, (x - med) * (x - med));
+        for k in 0..sw - 1 {
+            let d = self.back(k) - med;
+            s1 += d;
+            s2 += d * d;
+        }
+        let mean = s1 / sw as f64;
+        let sd = ((s2 / sw as f64 - mean * mean).max(0.0)).sqrt();
+        let eps = 1e-9 * (1.0 + med.abs());
+        let ratio = ((sd + eps) / (spread + eps)).ln().abs();
+        let spread_score = half(ratio, cfg.spread_half.ln());
+
+        let key = self.context_key(self.quantise(x, med, spread));
+        let pattern = if self.st.table[key] == 0 {
+            cfg.pattern_weight
+        } else {
+            0.0
+        };
+
+        let gap = match dt {
+            Some(dt) if self.st.step > 0.0 => half(dt / self.st.step, cfg.gap_half),
+            _ => 0.0,
+        };
+
+        self.views = Views {
+            point,
+            level,
+            spread: spread_score,
+            pattern,
+            gap,
+        };
+        let raw = point.max(level).max(spread_score).max(pattern).max(gap);
+        let out = if self.st.since_alarm < cfg.suppress as u64 {
+            raw * cfg.damp
+        } else {
+            raw
+        };
+        out.clamp(0.0, 1.0)
+    }
+
+    fn quantise(&self, x: f64, med: f64, spread: f64) -> i8 {
+        let b = ((x - med) / (spread * self.cfg.bin_width)).round();
+        let m = self.cfg.max_bin as f64;
+        b.clamp(-m, m) as i8
+    }
+
+    /// Table cell of the context ending with `bin`.
+    fn context_key(&self, bin: i8) -> usize {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in self.st.bins.iter().chain(std::iter::once(&bin)) {
+            h = (h ^ (b as u8 as u64)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        let h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (h >> (64 - self.cfg.table_bits)) as usize
+    }
+
+    fn learn(&mut self, x: f64, dt: Option<f64>, stats: Option<(f64, f64)>) {
+        if let Some(dt) = dt {
+            // The usual step follows the typical spacing, not the odd gap.
+            if self.st.step <= 0.0 {
+                self.st.step = dt;
+            } else if dt < self.st.step * 3.0 {
+                self.st.step += (dt - self.st.step) * 0.05;
+            } else {
+                self.st.step += (dt.min(self.st.step * 3.0) - self.st.step) * 0.01;
+            }
+        }
+        // Context of this point, quantised against the window before it.
+        if let Some((med, spread)) = stats {
+            let bin = self.quantise(x, med, spread);
+            if self.st.bins.len() + 1 >= self.cfg.context {
+                let key = self.context_key(bin);
+                let cell = &mut self.st.table[key];
+                *cell = cell.saturating_add(1);
+                self.st.inserts += 1;
+                if self.st.inserts >= self.st.table.len() as u64 * 4 {
+                    self.st.inserts = 0;
+                    for c in self.st.table.iter_mut() {
+                        *c /= 2;
+                    }
+                }
+            }
+            if self.cfg.context > 1 {
+                if self.st.bins.len() + 1 >= self.cfg.context {
+                    self.st.bins.remove(0);
+                }
+                self.st.bins.push(bin);
+            }
+        }
+        if self.st.ring.len() < self.cfg.window {
+            self.st.ring.push(x);
+            self.st.head = self.st.ring.len() % self.cfg.window;
+        } else {
+            self.st.ring[self.st.head] = x;
+            self.st.head = (self.st.head + 1) % self.cfg.window;
+        }
+    }
+}
