@@ -6,14 +6,15 @@
 //! last_ts i64 | has_last_ts u8 | seen u64 | ignored u64 | step f64
 //! ring_len u32 | head u32 | ring_len × f64
 //! bins_len u32 | bins_len × i8
-//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64
+//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64 | 5 × peak f64
+//! novel_fast f64 | novel_slow f64 | usual_step f64
 //! crc32c u32 of everything before it
 //! ```
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
 
 use crate::config::Config;
-use crate::detector::{Detector, State};
+use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
 const VERSION: u8 = 1;
@@ -65,6 +66,12 @@ impl Detector {
         b.extend_from_slice(&st.table);
         b.extend_from_slice(&st.inserts.to_le_bytes());
         b.extend_from_slice(&st.since_alarm.to_le_bytes());
+        for p in st.peak {
+            b.extend_from_slice(&p.to_le_bytes());
+        }
+        b.extend_from_slice(&st.novel_fast.to_le_bytes());
+        b.extend_from_slice(&st.novel_slow.to_le_bytes());
+        b.extend_from_slice(&st.usual_step.to_le_bytes());
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
@@ -148,6 +155,22 @@ impl Detector {
         let table = r.take(1 << cfg.table_bits)?.to_vec();
         let inserts = r.u64()?;
         let since_alarm = r.u64()?;
+        let mut peak = [0.0; VIEWS];
+        for p in &mut peak {
+            *p = f64::from_bits(r.u64()?);
+            if !(p.is_finite() && *p >= 0.0) {
+                return Err(DecodeError::Invalid("bad peak", r.at - 8));
+            }
+        }
+        let novel_fast = f64::from_bits(r.u64()?);
+        let novel_slow = f64::from_bits(r.u64()?);
+        if !((0.0..=1.0).contains(&novel_fast) && (0.0..=1.0).contains(&novel_slow)) {
+            return Err(DecodeError::Invalid("bad novelty rate", r.at - 16));
+        }
+        let usual_step = f64::from_bits(r.u64()?);
+        if !(usual_step.is_finite() && usual_step >= 0.0) {
+            return Err(DecodeError::Invalid("bad usual step", r.at - 8));
+        }
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
         }
@@ -162,6 +185,10 @@ impl Detector {
             table,
             inserts,
             since_alarm,
+            peak,
+            novel_fast,
+            novel_slow,
+            usual_step,
         };
         Ok(Detector::from_state(cfg, st))
     }

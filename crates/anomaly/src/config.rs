@@ -19,8 +19,11 @@ pub struct Config {
     pub point_half: f64,
     /// Robust z-score of the short window's mean at which the level view scores 0.5.
     pub level_half: f64,
-    /// Ratio (either way) of short to long spread at which the spread view scores 0.5.
+    /// Ratio of the recent mean step between neighbouring values to the usual one at
+    /// which the spread view scores 0.5 (noisier than usual).
     pub spread_half: f64,
+    /// The same ratio, the other way (calmer than usual; a series gone flat).
+    pub calm_half: f64,
     /// Width of one quantisation bin of the pattern view, in spreads.
     pub bin_width: f64,
     /// Bins each side of the median; values further out share the last bin.
@@ -29,8 +32,11 @@ pub struct Config {
     pub context: usize,
     /// log2 of the number of cells of the context table.
     pub table_bits: u32,
-    /// Weight of the pattern view (its score is 0 or this weight).
+    /// Weight of the pattern view (0 turns it off).
     pub pattern_weight: f64,
+    /// Recent rate of novel contexts, in multiples of the long-run rate, at which the
+    /// pattern view scores 0.5.
+    pub pattern_half: f64,
     /// Time between points, in multiples of the usual step, at which the gap view
     /// scores 0.5.
     pub gap_half: f64,
@@ -40,27 +46,41 @@ pub struct Config {
     pub alarm: f64,
     /// Factor applied to scores while suppressed.
     pub damp: f64,
+    /// When above 0, the score compares each point's surprise with the largest surprise
+    /// of the recent past, which decays by this factor per point: a series whose
+    /// ordinary life is bumpy must surprise more than it usually does.
+    pub peak_decay: f64,
+    /// The smallest past peak used in that comparison (1 = each view's half point).
+    pub peak_floor: f64,
+    /// Keep one peak per view (each view compared with its own past) rather than one
+    /// for all.
+    pub peak_per_view: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            window: 256,
+            window: 512,
             short: 6,
             spread_window: 16,
             warmup: 32,
             point_half: 5.0,
-            level_half: 3.0,
+            level_half: 2.0,
             spread_half: 4.0,
+            calm_half: 10_000.0,
             bin_width: 1.0,
             max_bin: 6,
             context: 3,
             table_bits: 12,
-            pattern_weight: 0.5,
+            pattern_weight: 0.2,
+            pattern_half: 4.0,
             gap_half: 10.0,
             suppress: 100,
-            alarm: 0.5,
-            damp: 0.5,
+            alarm: 0.6,
+            damp: 0.05,
+            peak_decay: 0.9995,
+            peak_floor: 0.5,
+            peak_per_view: true,
         }
     }
 }
@@ -82,15 +102,20 @@ impl Config {
             "point_half" => self.point_half = num(key, value)?,
             "level_half" => self.level_half = num(key, value)?,
             "spread_half" => self.spread_half = num(key, value)?,
+            "calm_half" => self.calm_half = num(key, value)?,
             "bin_width" => self.bin_width = num(key, value)?,
             "max_bin" => self.max_bin = num(key, value)?,
             "context" => self.context = num(key, value)?,
             "table_bits" => self.table_bits = num(key, value)?,
             "pattern_weight" => self.pattern_weight = num(key, value)?,
+            "pattern_half" => self.pattern_half = num(key, value)?,
             "gap_half" => self.gap_half = num(key, value)?,
             "suppress" => self.suppress = num(key, value)?,
             "alarm" => self.alarm = num(key, value)?,
             "damp" => self.damp = num(key, value)?,
+            "peak_decay" => self.peak_decay = num(key, value)?,
+            "peak_floor" => self.peak_floor = num(key, value)?,
+            "peak_per_view" => self.peak_per_view = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -122,18 +147,26 @@ impl Config {
             ("level_half", self.level_half),
             ("bin_width", self.bin_width),
             ("gap_half", self.gap_half),
+            ("pattern_half", self.pattern_half),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("anomaly settings: {name} must be > 0"));
             }
         }
+        if !(self.peak_floor.is_finite() && self.peak_floor > 0.0) {
+            return bad("peak_floor must be > 0");
+        }
         if !(self.spread_half.is_finite() && self.spread_half > 1.0) {
             return bad("spread_half must be > 1");
+        }
+        if !(self.calm_half.is_finite() && self.calm_half > 1.0) {
+            return bad("calm_half must be > 1");
         }
         for (name, v) in [
             ("pattern_weight", self.pattern_weight),
             ("alarm", self.alarm),
             ("damp", self.damp),
+            ("peak_decay", self.peak_decay),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));

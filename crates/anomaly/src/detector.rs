@@ -20,6 +20,9 @@
 
 use crate::config::Config;
 
+/// Number of views, and of peaks kept in the state.
+pub(crate) const VIEWS: usize = 5;
+
 /// The per-view scores of the last accepted point, for explanations ("reason").
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Views {
@@ -70,6 +73,14 @@ pub(crate) struct State {
     pub(crate) inserts: u64,
     /// Accepted points since the last alarm (saturating).
     pub(crate) since_alarm: u64,
+    /// Decaying maxima of past surprises, per view (point, level, spread, pattern,
+    /// gap) or all in the first (see `Config::peak_decay`).
+    pub(crate) peak: [f64; VIEWS],
+    /// Rates of novel contexts: recent (about 8 points) and long-run (about 1000).
+    pub(crate) novel_fast: f64,
+    pub(crate) novel_slow: f64,
+    /// Long-run typical absolute change between neighbouring values.
+    pub(crate) usual_step: f64,
 }
 
 /// One series' detector. Feed it the series' points in time order with [`update`].
@@ -102,6 +113,10 @@ impl Detector {
             table: vec![0; 1 << cfg.table_bits],
             inserts: 0,
             since_alarm: u64::MAX,
+            peak: [0.0; VIEWS],
+            novel_fast: 0.0,
+            novel_slow: 0.0,
+            usual_step: 0.0,
         };
         Detector::from_state(cfg, st)
     }
@@ -216,25 +231,31 @@ impl Detector {
         }
         let level = half((sum / short as f64 - med).abs() / spread, cfg.level_half);
 
-        let sw = cfg.spread_window.min(self.st.ring.len() + 1);
-        let (mut s1, mut s2) = (x - med, (x - med) * (x - med));
+        // Spread of the last points as the mean step between neighbours, against the
+        // long-run typical step: seasonality moves the level, not the step, so a smooth
+        // daily curve is not mistaken for calm nor its climb for noise.
+        let sw = cfg.spread_window.min(self.st.ring.len());
+        let mut steps = (x - self.back(0)).abs();
         for k in 0..sw - 1 {
-            let d = self.back(k) - med;
-            s1 += d;
-            s2 += d * d;
+            steps += (self.back(k) - self.back(k + 1)).abs();
         }
-        let mean = s1 / sw as f64;
-        let sd = ((s2 / sw as f64 - mean * mean).max(0.0)).sqrt();
+        let recent_step = steps / sw as f64;
         let eps = 1e-9 * (1.0 + med.abs());
-        let ratio = ((sd + eps) / (spread + eps)).ln().abs();
-        let spread_score = half(ratio, cfg.spread_half.ln());
+        let log_ratio = ((recent_step + eps) / (self.st.usual_step + eps)).ln();
+        let z_spread = if log_ratio >= 0.0 {
+            log_ratio / cfg.spread_half.ln()
+        } else {
+            -log_ratio / cfg.calm_half.ln()
+        };
+        let spread_score = half(z_spread, 1.0);
 
         let key = self.context_key(self.quantise(x, med, spread));
-        let pattern = if self.st.table[key] == 0 {
-            cfg.pattern_weight
-        } else {
-            0.0
-        };
+        let novel = if self.st.table[key] == 0 { 1.0 } else { 0.0 };
+        self.st.novel_fast += (novel - self.st.novel_fast) / 8.0;
+        let z_pattern =
+            cfg.pattern_weight * self.st.novel_fast / self.st.novel_slow.max(0.02) / cfg.pattern_half;
+        self.st.novel_slow += (novel - self.st.novel_slow) / 1024.0;
+        let pattern = half(z_pattern, 1.0);
 
         let gap = match dt {
             Some(dt) if self.st.step > 0.0 => half(dt / self.st.step, cfg.gap_half),
@@ -248,7 +269,32 @@ impl Detector {
             pattern,
             gap,
         };
-        let raw = point.max(level).max(spread_score).max(pattern).max(gap);
+        let zs = [
+            (x - med).abs() / spread / cfg.point_half,
+            (sum / short as f64 - med).abs() / spread / cfg.level_half,
+            z_spread,
+            z_pattern,
+            match dt {
+                Some(dt) if self.st.step > 0.0 => dt / self.st.step / cfg.gap_half,
+                _ => 0.0,
+            },
+        ];
+        let raw = if cfg.peak_decay > 0.0 {
+            let mut r: f64 = 0.0;
+            if cfg.peak_per_view {
+                for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
+                    r = r.max(z / peak.max(cfg.peak_floor));
+                    *peak = (*peak * cfg.peak_decay).max(*z);
+                }
+            } else {
+                let z = zs.iter().fold(0.0f64, |a, &b| a.max(b));
+                r = z / self.st.peak[0].max(cfg.peak_floor);
+                self.st.peak[0] = (self.st.peak[0] * cfg.peak_decay).max(z);
+            }
+            1.0 - (-r * r * std::f64::consts::LN_2).exp()
+        } else {
+            point.max(level).max(spread_score).max(pattern).max(gap)
+        };
         let out = if self.st.since_alarm < cfg.suppress as u64 {
             raw * cfg.damp
         } else {
@@ -305,6 +351,14 @@ impl Detector {
                 }
                 self.st.bins.push(bin);
             }
+        }
+        if !self.st.ring.is_empty() {
+            let prev = self.back(0);
+            // Clipped, so one spike does not teach that big steps are usual.
+            let d = (x - prev).abs();
+            let u = self.st.usual_step;
+            let d = if self.st.seen < 2 { d } else { d.min(5.0 * u + 1e-12) };
+            self.st.usual_step += (d - u) / if self.st.seen < 64 { (self.st.seen + 1) as f64 } else { 256.0 };
         }
         if self.st.ring.len() < self.cfg.window {
             self.st.ring.push(x);

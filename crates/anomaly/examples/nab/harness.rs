@@ -108,6 +108,21 @@ pub(crate) fn run(nab: &Path, name: &str, cfg: &Config) -> Result<Run, String> {
                 .map(|(i, &v)| det.update(i as i64 * 300, v).unwrap_or(0.0))
                 .collect();
             out.detector_time += t0.elapsed();
+            if let Some(dir) = std::env::var_os("SUMI_NAB_VIEWS") {
+                // Diagnostics: every view's score per row, beside the results.
+                let mut det = Detector::new(cfg.clone());
+                let mut csv = String::from("score,point,level,spread,pattern,gap\n");
+                for (i, &v) in values.iter().enumerate() {
+                    let s = det.update(i as i64 * 300, v).unwrap_or(0.0);
+                    let w = det.views();
+                    csv.push_str(&format!(
+                        "{s:.4},{:.4},{:.4},{:.4},{:.4},{:.4}\n",
+                        w.point, w.level, w.spread, w.pattern, w.gap
+                    ));
+                }
+                let path = Path::new(&dir).join(format!("{cat_name}_{fname}"));
+                std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
             let mut csv = String::with_capacity(rows.len() * 48);
             csv.push_str("timestamp,value,anomaly_score,label\n");
             for (((ts, v), s), l) in rows.iter().zip(&scores).zip(&labels) {

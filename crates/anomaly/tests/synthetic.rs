@@ -1,0 +1,112 @@
+//! The default detector on synthetic series with one known anomaly each: the anomaly
+//! scores at or above the alarm level within a few points of its start, and the clean
+//! part before it (after the first stretch of learning) never does.
+
+use sumi_anomaly::{Config, Detector};
+
+/// Deterministic noise: xorshift64* mapped to a sum of uniforms (about normal, sd 1).
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> f64 {
+        let mut s = 0.0;
+        for _ in 0..12 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            let u = (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64;
+            s += u;
+        }
+        s - 6.0
+    }
+}
+
+const N: usize = 3000;
+const AT: usize = 2400;
+/// Points after the first scored one during which the detector is still learning.
+const LEARN: usize = 800;
+
+fn seasonal(i: usize, noise: &mut Noise) -> f64 {
+    100.0 + 10.0 * (i as f64 * std::f64::consts::TAU / 96.0).sin() + noise.next()
+}
+
+/// Runs the default detector over `(ts, value)` points and checks the two promises.
+fn check(name: &str, points: &[(i64, f64)], within: usize) {
+    let cfg = Config::default();
+    let alarm = cfg.alarm;
+    let mut det = Detector::new(cfg);
+    let scores: Vec<f64> = points
+        .iter()
+        .map(|&(ts, v)| det.update(ts, v).unwrap_or(0.0))
+        .collect();
+    for (i, s) in scores.iter().enumerate() {
+        assert!((0.0..=1.0).contains(s), "{name}: score {s} at {i} outside [0, 1]");
+    }
+    let false_alarms: Vec<(usize, f64)> = scores[LEARN..AT]
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s >= alarm)
+        .map(|(i, &s)| (i + LEARN, s))
+        .collect();
+    assert!(false_alarms.is_empty(), "{name}: alarms on the clean part: {false_alarms:?}");
+    let first = scores[AT..].iter().position(|&s| s >= alarm);
+    match first {
+        Some(k) if k <= within => {}
+        other => panic!(
+            "{name}: anomaly at {AT} not detected within {within} points (first alarm {other:?}, \
+             scores {:?})",
+            &scores[AT..AT + within + 1]
+        ),
+    }
+}
+
+fn series(f: impl Fn(usize, &mut Noise) -> f64) -> Vec<(i64, f64)> {
+    let mut noise = Noise(0x9e37_79b9_7f4a_7c15);
+    (0..N).map(|i| (i as i64 * 60, f(i, &mut noise))).collect()
+}
+
+#[test]
+fn spike() {
+    let s = series(|i, n| seasonal(i, n) + if i == AT { 60.0 } else { 0.0 });
+    check("spike", &s, 0);
+}
+
+#[test]
+fn dip() {
+    let s = series(|i, n| seasonal(i, n) - if i == AT { 60.0 } else { 0.0 });
+    check("dip", &s, 0);
+}
+
+#[test]
+fn level_shift() {
+    let s = series(|i, n| seasonal(i, n) + if i >= AT { 25.0 } else { 0.0 });
+    check("level shift", &s, 3);
+}
+
+#[test]
+fn variance_change() {
+    let s = series(|i, n| {
+        let x = seasonal(i, n);
+        if i >= AT {
+            x + 5.0 * n.next()
+        } else {
+            x
+        }
+    });
+    check("variance change", &s, 16);
+}
+
+#[test]
+fn flatline() {
+    let s = series(|i, n| if i >= AT { 100.0 } else { seasonal(i, n) });
+    check("flatline", &s, 16);
+}
+
+#[test]
+fn gap() {
+    let mut s = series(seasonal);
+    for p in &mut s[AT..] {
+        p.0 += 6 * 3600;
+    }
+    check("gap", &s, 0);
+}
