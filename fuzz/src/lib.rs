@@ -9,6 +9,7 @@
 //! inputs in `corpus/<name>/`, and (for libFuzzer) a file in `fuzz_targets/` plus a
 //! `[[bin]]` in `libfuzzer/Cargo.toml`.
 
+pub mod anomaly;
 pub mod attime;
 pub mod codec;
 pub mod glob;
@@ -41,6 +42,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("wal_segment", wal::wal_segment),
     ("whisper_file", whisper::whisper_file),
     ("rrd_file", rrd::rrd_file),
+    ("anomaly_state", anomaly::anomaly_state),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -55,6 +57,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("wal_segment", wal::seeds),
     ("whisper_file", whisper::seeds),
     ("rrd_file", rrd::seeds),
+    ("anomaly_state", anomaly::seeds),
 ];
 
 /// The target called `name`.

@@ -128,7 +128,10 @@ impl Detector {
         }
         let ring_len = r.u32()? as usize;
         let head = r.u32()? as usize;
-        if ring_len > cfg.window || head >= cfg.window.max(1) || (ring_len < cfg.window && head != ring_len % cfg.window) {
+        if ring_len > cfg.window
+            || head >= cfg.window.max(1)
+            || (ring_len < cfg.window && head != ring_len % cfg.window)
+        {
             return Err(DecodeError::Invalid("bad window length or head", r.at - 8));
         }
         let mut ring = Vec::with_capacity(cfg.window);
@@ -140,7 +143,7 @@ impl Detector {
             ring.push(v);
         }
         let bins_len = r.u32()? as usize;
-        if bins_len >= cfg.context.max(1) && !(cfg.context == 1 && bins_len == 0) {
+        if bins_len >= cfg.context {
             return Err(DecodeError::Invalid("bad context length", r.at - 4));
         }
         let max_bin = cfg.max_bin as i8;

@@ -252,8 +252,9 @@ impl Detector {
         let key = self.context_key(self.quantise(x, med, spread));
         let novel = if self.st.table[key] == 0 { 1.0 } else { 0.0 };
         self.st.novel_fast += (novel - self.st.novel_fast) / 8.0;
-        let z_pattern =
-            cfg.pattern_weight * self.st.novel_fast / self.st.novel_slow.max(0.02) / cfg.pattern_half;
+        let z_pattern = cfg.pattern_weight * self.st.novel_fast
+            / self.st.novel_slow.max(0.02)
+            / cfg.pattern_half;
         self.st.novel_slow += (novel - self.st.novel_slow) / 1024.0;
         let pattern = half(z_pattern, 1.0);
 
@@ -357,8 +358,17 @@ impl Detector {
             // Clipped, so one spike does not teach that big steps are usual.
             let d = (x - prev).abs();
             let u = self.st.usual_step;
-            let d = if self.st.seen < 2 { d } else { d.min(5.0 * u + 1e-12) };
-            self.st.usual_step += (d - u) / if self.st.seen < 64 { (self.st.seen + 1) as f64 } else { 256.0 };
+            let d = if self.st.seen < 2 {
+                d
+            } else {
+                d.min(5.0 * u + 1e-12)
+            };
+            self.st.usual_step += (d - u)
+                / if self.st.seen < 64 {
+                    (self.st.seen + 1) as f64
+                } else {
+                    256.0
+                };
         }
         if self.st.ring.len() < self.cfg.window {
             self.st.ring.push(x);

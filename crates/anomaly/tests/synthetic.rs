@@ -40,7 +40,10 @@ fn check(name: &str, points: &[(i64, f64)], within: usize) {
         .map(|&(ts, v)| det.update(ts, v).unwrap_or(0.0))
         .collect();
     for (i, s) in scores.iter().enumerate() {
-        assert!((0.0..=1.0).contains(s), "{name}: score {s} at {i} outside [0, 1]");
+        assert!(
+            (0.0..=1.0).contains(s),
+            "{name}: score {s} at {i} outside [0, 1]"
+        );
     }
     let false_alarms: Vec<(usize, f64)> = scores[LEARN..AT]
         .iter()
@@ -48,7 +51,10 @@ fn check(name: &str, points: &[(i64, f64)], within: usize) {
         .filter(|(_, &s)| s >= alarm)
         .map(|(i, &s)| (i + LEARN, s))
         .collect();
-    assert!(false_alarms.is_empty(), "{name}: alarms on the clean part: {false_alarms:?}");
+    assert!(
+        false_alarms.is_empty(),
+        "{name}: alarms on the clean part: {false_alarms:?}"
+    );
     let first = scores[AT..].iter().position(|&s| s >= alarm);
     match first {
         Some(k) if k <= within => {}

@@ -79,14 +79,22 @@ pub(crate) fn run(nab: &Path, name: &str, cfg: &Config) -> Result<Run, String> {
         if !cat.is_dir() {
             continue;
         }
-        let cat_name = cat.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let cat_name = cat
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         let out_dir = nab.join("results").join(name).join(&cat_name);
         std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
         for file in sorted_entries(&cat)? {
             if file.extension().is_none_or(|e| e != "csv") {
                 continue;
             }
-            let fname = file.file_name().unwrap_or_default().to_string_lossy().to_string();
+            let fname = file
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
             let rows = read_rows(&file)?;
             let labels = read_labels(
                 &nab.join("results/null")
@@ -94,7 +102,11 @@ pub(crate) fn run(nab: &Path, name: &str, cfg: &Config) -> Result<Run, String> {
                     .join(format!("null_{fname}")),
             )?;
             if labels.len() != rows.len() {
-                return Err(format!("{fname}: {} rows but {} labels", rows.len(), labels.len()));
+                return Err(format!(
+                    "{fname}: {} rows but {} labels",
+                    rows.len(),
+                    labels.len()
+                ));
             }
             let values: Vec<f64> = rows
                 .iter()

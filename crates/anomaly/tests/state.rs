@@ -1,0 +1,160 @@
+//! Saved state: a restored detector continues exactly where the saved one stopped;
+//! damaged or mismatched state is refused with an error. Late, repeated, out-of-order
+//! and non-finite points leave the state as it was.
+
+use sumi_anomaly::{Config, DecodeError, Detector};
+
+/// A bumpy series with a few incidents, so every view and the alarm suppression have
+/// something to do.
+fn series(n: usize) -> Vec<(i64, f64)> {
+    let mut x: u64 = 42;
+    (0..n)
+        .map(|i| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let noise = (x >> 33) as f64 / (1u64 << 31) as f64 - 0.5;
+            let mut v = 50.0 + 20.0 * (i as f64 / 40.0).sin() + 5.0 * noise;
+            if i % 700 == 650 {
+                v += 80.0;
+            }
+            if (1500..1600).contains(&i) {
+                v += 30.0;
+            }
+            let ts = i as i64 * 10 + if i > 1800 { 5000 } else { 0 };
+            (ts, v)
+        })
+        .collect()
+}
+
+fn run(det: &mut Detector, points: &[(i64, f64)]) -> Vec<Option<f64>> {
+    points.iter().map(|&(ts, v)| det.update(ts, v)).collect()
+}
+
+fn bits(scores: &[Option<f64>]) -> Vec<Option<u64>> {
+    scores.iter().map(|s| s.map(f64::to_bits)).collect()
+}
+
+#[test]
+fn restart_continuity() {
+    let points = series(3000);
+    let mut straight = Detector::new(Config::default());
+    let expected = run(&mut straight, &points);
+    assert!(
+        expected.iter().flatten().any(|&s| s >= 0.9),
+        "no incident scored"
+    );
+    // Restart at several points: during warm-up, right after an incident, late on.
+    for cut in [1, 10, 651, 1550, 2999] {
+        let mut first = Detector::new(Config::default());
+        let mut got = run(&mut first, &points[..cut]);
+        let saved = first.save();
+        drop(first);
+        let mut second = Detector::restore(Config::default(), &saved).expect("restore");
+        got.extend(run(&mut second, &points[cut..]));
+        assert_eq!(
+            bits(&got),
+            bits(&expected),
+            "scores differ after a restart at {cut}"
+        );
+        assert_eq!(
+            second.save(),
+            straight.save(),
+            "state differs after a restart at {cut}"
+        );
+    }
+}
+
+#[test]
+fn late_and_bad_points_are_ignored() {
+    let points = series(2500);
+    let mut clean = Detector::new(Config::default());
+    let expected = run(&mut clean, &points);
+
+    let mut det = Detector::new(Config::default());
+    let mut got = Vec::new();
+    let mut ignored = 0;
+    for (i, &(ts, v)) in points.iter().enumerate() {
+        got.push(det.update(ts, v));
+        if i > 0 && i % 97 == 0 {
+            // A replay of the current point, a point from the past, garbage values.
+            for (late_ts, late_v) in [
+                (ts, v + 1000.0),
+                (ts - 3000, -1e9),
+                (ts + 1, f64::NAN),
+                (ts + 1, f64::INFINITY),
+            ] {
+                assert_eq!(
+                    det.update(late_ts, late_v),
+                    None,
+                    "point {late_ts} accepted"
+                );
+                ignored += 1;
+            }
+        }
+    }
+    assert_eq!(bits(&got), bits(&expected));
+    assert_eq!(det.ignored(), ignored);
+    assert_eq!(det.seen(), points.len() as u64);
+}
+
+#[test]
+fn damaged_state_is_refused() {
+    let mut det = Detector::new(Config::default());
+    run(&mut det, &series(700));
+    let good = det.save();
+    assert!(Detector::restore(Config::default(), &good).is_ok());
+
+    // Every single flipped byte is caught (CRC or header checks).
+    for at in (0..good.len()).step_by(97) {
+        let mut bad = good.clone();
+        bad[at] ^= 0x40;
+        assert!(
+            Detector::restore(Config::default(), &bad).is_err(),
+            "flipped byte at {at} accepted"
+        );
+    }
+    for len in [0, 5, good.len() / 2, good.len() - 1] {
+        assert!(
+            Detector::restore(Config::default(), &good[..len]).is_err(),
+            "{len} bytes accepted"
+        );
+    }
+    let mut wrong_magic = good.clone();
+    wrong_magic[0] = b'X';
+    assert_eq!(
+        Detector::restore(Config::default(), &wrong_magic).err(),
+        Some(DecodeError::BadMagic)
+    );
+    let other = Config {
+        window: 128,
+        ..Config::default()
+    };
+    match Detector::restore(other, &good) {
+        Err(DecodeError::ConfigMismatch { what: "window", .. }) => {}
+        other => panic!("restored under another window: {other:?}"),
+    }
+}
+
+#[test]
+fn state_is_bounded() {
+    let mut det = Detector::new(Config::default());
+    run(&mut det, &series(300));
+    let small = det.save().len();
+    run(&mut det, &series(3000)[300..]);
+    let mut long = series(20_000);
+    let last = det.save().len();
+    assert!(
+        last <= det.state_bytes(),
+        "saved {last} > reported {}",
+        det.state_bytes()
+    );
+    // Once the window is full, the state stops growing, however long the series.
+    let mut fresh = Detector::new(Config::default());
+    for p in &mut long {
+        fresh.update(p.0, p.1);
+    }
+    assert_eq!(fresh.save().len(), last);
+    assert!(small < last);
+    assert!(det.state_bytes() < 16 * 1024, "{} bytes", det.state_bytes());
+}
