@@ -78,7 +78,7 @@ impl Default for Config {
             suppress: 100,
             alarm: 0.6,
             damp: 0.05,
-            peak_decay: 0.9995,
+            peak_decay: 0.9998,
             peak_floor: 0.5,
             peak_per_view: true,
         }
