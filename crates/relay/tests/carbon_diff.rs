@@ -156,3 +156,177 @@ fn placement_matches_carbon_1_1_10() {
     }
     assert!(compared > 50_000, "compared {compared}");
 }
+
+const AGGREGATION_RULES: &str = "\
+# the examples of carbon's docs, and more
+<env>.applications.<app>.all.requests (60) = sum <env>.applications.<app>.*.requests
+<env>.applications.<app>.all.latency_avg (60) = avg <env>.applications.<app>.*.latency
+<env>.applications.<app>.all.latency_max (60) = max <env>.applications.<app>.*.latency
+<env>.applications.<app>.all.latency_min (60) = min <env>.applications.<app>.*.latency
+<env>.applications.<app>.all.latency_p95 (60) = p95 <env>.applications.<app>.*.latency
+<env>.applications.<app>.all.latency_p999 (60) = p999 <env>.applications.<app>.*.latency
+<env>.applications.<app>.all.count (10) = count <env>.applications.<app>.*.requests
+
+<env>.all.<rest> (30) = p50 <env>.hosts.*.<<rest>>
+<env>.hosts.all.cpu (60) = sum <env>.hosts.h*.cpu
+<env>.x<n>.total (60) = sum <env>.x<n>.total
+";
+
+const RELAY_RULES: &str = "\
+[carbon]
+pattern = ^carbon\\.
+destinations = 127.0.0.1:2104:b
+
+[apps]
+pattern = \\.applications\\.(api|web)\\.
+destinations = 127.0.0.1:2004:a, 127.0.0.1:2204:c
+continue = true
+
+[latency]
+pattern = LATENCY$
+destinations = 127.0.0.1:2204:c
+
+[default]
+default = true
+destinations = 127.0.0.1:2004:a
+";
+
+#[test]
+fn aggregation_and_relay_rules_match_carbon_1_1_10() {
+    use sumi_relay::aggregate::{parse_aggregation_rules, Aggregator};
+    use sumi_relay::rules::{parse_relay_rules, route};
+
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let envs = ["prod", "dev"];
+    let apps = ["api", "web", "batch"];
+    let t0 = 1_700_000_000i64 - 1_700_000_000 % 60;
+    let mut name = |rng: &mut Rng| -> String {
+        let env = envs[rng.below(2) as usize];
+        match rng.below(6) {
+            0 | 1 => format!(
+                "{env}.applications.{}.web{}.{}",
+                apps[rng.below(3) as usize],
+                rng.below(4),
+                ["requests", "latency"][rng.below(2) as usize]
+            ),
+            2 => format!("{env}.hosts.h{}.cpu", rng.below(5)),
+            3 => format!(
+                "{env}.hosts.h{}.disk.sd{}.reads",
+                rng.below(3),
+                rng.below(2)
+            ),
+            4 => format!("{env}.x{}.total", rng.below(3)),
+            _ => format!("carbon.agents.a{}.Latency", rng.below(3)),
+        }
+    };
+    let mut rounds = Vec::new();
+    for r in 0..6i64 {
+        let now = t0 + 60 * (r + 1);
+        let points: Vec<(String, i64, f64)> = (0..700)
+            .map(|_| {
+                // Mostly the last few minutes, some late points far behind.
+                let back = if rng.below(10) == 0 { 600 } else { 180 };
+                let ts = now - rng.below(back) as i64;
+                let value = (rng.below(20_000) as f64) / 100.0 - 20.0;
+                (name(&mut rng), ts, value)
+            })
+            .collect();
+        rounds.push((now, points));
+    }
+    let names: Vec<String> = (0..2000).map(|_| name(&mut rng)).collect();
+    let dests = ["127.0.0.1:2004:a", "127.0.0.1:2104:b", "127.0.0.1:2204:c"];
+
+    let spec = serde_json::json!({
+        "aggregation_rules": AGGREGATION_RULES,
+        "rounds": rounds.iter().map(|(now, pts)| serde_json::json!({
+            "now": now,
+            "points": pts.iter().map(|(n, t, v)| serde_json::json!([n, t, format!("{v:?}")])).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "relay_rules": RELAY_RULES,
+        "destinations": dests,
+        "names": names,
+    });
+    let mut child = Command::new(carbon_python())
+        .arg(repo().join("tests/relay-diff/aggregation.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&serde_json::to_vec(&spec).unwrap())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "aggregation.py failed");
+    let theirs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let triple = |v: &serde_json::Value| -> (String, i64, u64) {
+        (
+            v[0].as_str().unwrap().to_string(),
+            v[1].as_i64().unwrap(),
+            v[2].as_str().unwrap().parse::<f64>().unwrap().to_bits(),
+        )
+    };
+    let mut agg = Aggregator::new(parse_aggregation_rules(AGGREGATION_RULES).unwrap());
+    let mut total_generated = 0;
+    for (r, (now, points)) in rounds.iter().enumerate() {
+        let mut forwarded = Vec::new();
+        for (n, t, v) in points {
+            if agg.input(n, *t, *v, *now) {
+                forwarded.push((n.clone(), *t, v.to_bits()));
+            }
+        }
+        let mut generated = Vec::new();
+        agg.compute(*now, true, |m, t, v| {
+            generated.push((m.to_string(), t, v.to_bits()))
+        });
+        let t = &theirs["rounds"][r];
+        let their_fw: Vec<_> = t["forwarded"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(triple)
+            .collect();
+        let mut their_gen: Vec<_> = t["generated"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(triple)
+            .collect();
+        if let Some(i) =
+            (0..forwarded.len().max(their_fw.len())).find(|&i| forwarded.get(i) != their_fw.get(i))
+        {
+            panic!(
+                "round {r}: forwarded point {i}: sumi {:?}, carbon {:?}",
+                forwarded.get(i),
+                their_fw.get(i)
+            );
+        }
+        generated.sort();
+        their_gen.sort();
+        assert_eq!(generated, their_gen, "round {r}: aggregates");
+        total_generated += generated.len();
+    }
+    assert!(
+        total_generated > 100,
+        "only {total_generated} aggregates compared"
+    );
+
+    let rules = parse_relay_rules(RELAY_RULES).unwrap();
+    let known: Vec<Destination> = dests
+        .iter()
+        .map(|d| Destination::parse(d).unwrap())
+        .collect();
+    let mut out = Vec::new();
+    let theirs_routes = theirs["routes"].as_array().unwrap();
+    let mut multi = 0;
+    for (i, n) in names.iter().enumerate() {
+        route(&rules, &known, n.as_bytes(), &mut out);
+        let t: Vec<usize> = serde_json::from_value(theirs_routes[i].clone()).unwrap();
+        assert_eq!(out, t, "relay rules for {n:?}");
+        multi += usize::from(out.len() > 1);
+    }
+    assert!(multi > 0);
+}
