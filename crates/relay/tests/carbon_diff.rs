@@ -200,7 +200,7 @@ fn aggregation_and_relay_rules_match_carbon_1_1_10() {
     let envs = ["prod", "dev"];
     let apps = ["api", "web", "batch"];
     let t0 = 1_700_000_000i64 - 1_700_000_000 % 60;
-    let mut name = |rng: &mut Rng| -> String {
+    let name = |rng: &mut Rng| -> String {
         let env = envs[rng.below(2) as usize];
         match rng.below(6) {
             0 | 1 => format!(
