@@ -15,6 +15,7 @@ pub mod glob;
 pub mod json_bulk;
 pub mod pickle;
 pub mod plaintext;
+pub mod relay;
 pub mod remote_write;
 pub mod rrd;
 pub mod tagged;
@@ -41,6 +42,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("wal_segment", wal::wal_segment),
     ("whisper_file", whisper::whisper_file),
     ("rrd_file", rrd::rrd_file),
+    ("relay_queue", relay::relay_queue),
+    ("relay_rules", relay::relay_rules),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -55,6 +58,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("wal_segment", wal::seeds),
     ("whisper_file", whisper::seeds),
     ("rrd_file", rrd::seeds),
+    ("relay_queue", relay::queue_seeds),
 ];
 
 /// The target called `name`.

@@ -469,7 +469,15 @@ impl DiskQueue {
             let points = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
             let crc = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
             let start = batch.data.len();
-            if len > MAX_RECORD_BYTES {
+            let file_len = file.metadata()?.len();
+            if len > MAX_RECORD_BYTES || at.offset + (RECORD_HEADER + len) as u64 > file_len {
+                if at.segment == head.segment {
+                    // The writer moved the head past this record only once it was
+                    // whole: a length past the end is damage.
+                    damaged(&self.stats, "record longer than its segment");
+                    at = head;
+                    break;
+                }
                 damaged(&self.stats, "record length out of range");
                 at = Position {
                     segment: at.segment + 1,
