@@ -151,6 +151,15 @@ fn start_c_relay(dir: &Path, port: u16, sinks: [u16; 2]) -> Child {
         .stdout(Stdio::null())
         .spawn()
         .expect("start carbon-c-relay");
+    // It binds before it is ready to accept: wait for its own word.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(dir.join("c-relay.log"))
+        .unwrap_or_default()
+        .contains("startup sequence complete")
+    {
+        assert!(Instant::now() < deadline, "carbon-c-relay did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     wait_port(port);
     child
 }

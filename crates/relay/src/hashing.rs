@@ -256,54 +256,78 @@ impl HashRing {
             return;
         }
         let pos = self.hash.position(metric);
+        self.place_at(pos, replication_factor, diverse_replicas, out);
+    }
+
+    /// [`HashRing::place`] for a metric whose ring position is known. Allocates only
+    /// for rings of more than 64 nodes.
+    fn place_at(
+        &self,
+        pos: u32,
+        replication_factor: usize,
+        diverse_replicas: bool,
+        out: &mut Vec<usize>,
+    ) {
         let len = self.ring.len();
         let start = self.ring.partition_point(|&(p, _)| p < pos) % len;
+        // Nodes seen, and hosts taken: bit sets (vectors past 64).
+        let mut seen = Bits::new(self.nodes);
+        let mut hosts = Bits::new(self.nodes);
+        let mut found = 0usize;
+        let mut take = |node: u32, out: &mut Vec<usize>| -> bool {
+            if diverse_replicas {
+                let h = self.node_host[node as usize] as usize;
+                if !hosts.insert(h) {
+                    return false;
+                }
+            }
+            out.push(node as usize);
+            out.len() >= replication_factor
+        };
         // carbon's get_nodes: with a single node it is yielded once up front, then the
         // ring walk yields it again.
-        let mut walk: Vec<u32> = Vec::new();
-        if self.nodes == 1 {
-            walk.push(self.ring[0].1);
+        if self.nodes == 1 && take(self.ring[0].1, out) {
+            return;
         }
         let mut index = start;
         let last = (start + len - 1) % len;
-        let mut found = 0usize;
-        let mut seen_bits = vec![false; self.nodes];
-        let want = if diverse_replicas {
-            usize::MAX
-        } else {
-            replication_factor
-        };
         while found < self.nodes && index != last {
             let node = self.ring[index].1;
-            if !seen_bits[node as usize] {
-                seen_bits[node as usize] = true;
+            if seen.insert(node as usize) {
                 found += 1;
-                walk.push(node);
-                if walk.len() >= want {
-                    break;
+                if take(node, out) {
+                    return;
                 }
             }
             index = (index + 1) % len;
         }
-        if diverse_replicas {
-            let mut hosts: Vec<u32> = Vec::new();
-            for node in walk {
-                let h = self.node_host[node as usize];
-                if hosts.contains(&h) {
-                    continue;
-                }
-                hosts.push(h);
-                out.push(node as usize);
-                if hosts.len() >= replication_factor {
-                    return;
-                }
-            }
+    }
+}
+
+/// A set of small integers: one word up to 64, a vector beyond.
+enum Bits {
+    Word(u64),
+    Many(Vec<bool>),
+}
+
+impl Bits {
+    fn new(n: usize) -> Bits {
+        if n <= 64 {
+            Bits::Word(0)
         } else {
-            out.extend(
-                walk.into_iter()
-                    .take(replication_factor)
-                    .map(|n| n as usize),
-            );
+            Bits::Many(vec![false; n])
+        }
+    }
+
+    /// True when `i` was not in the set.
+    fn insert(&mut self, i: usize) -> bool {
+        match self {
+            Bits::Word(w) => {
+                let fresh = *w & (1 << i) == 0;
+                *w |= 1 << i;
+                fresh
+            }
+            Bits::Many(v) => !std::mem::replace(&mut v[i], true),
         }
     }
 }

@@ -281,11 +281,25 @@ fn local(l: &TcpListener) -> String {
         .map_or_else(|_| "?".into(), |a| a.to_string())
 }
 
+/// Names remembered per connection with their ring placement: a metric name comes
+/// back every interval, and hashing it (MD5) was the largest cost of a point.
+const PLACEMENT_CACHE_NAMES: usize = 1 << 18;
+
+/// Up to 4 destination indices.
+#[derive(Clone, Copy)]
+struct Placement {
+    len: u8,
+    at: [u16; 4],
+}
+
+type PlacementCache = hashbrown::HashMap<Box<[u8]>, Placement, foldhash::fast::RandomState>;
+
 /// Points on their way into the queues: one buffer per output.
 struct Staging {
     bufs: Vec<(Vec<u8>, u32)>,
     place: Vec<usize>,
     line: Vec<u8>,
+    cache: PlacementCache,
 }
 
 impl Staging {
@@ -294,6 +308,7 @@ impl Staging {
             bufs: (0..n).map(|_| (Vec::with_capacity(64 * 1024), 0)).collect(),
             place: Vec::with_capacity(8),
             line: Vec::with_capacity(256),
+            cache: PlacementCache::default(),
         }
     }
 
@@ -315,12 +330,34 @@ impl Staging {
                 ring,
                 replication_factor,
                 diverse,
-            } => ring.place(
-                name.as_bytes(),
-                *replication_factor,
-                *diverse,
-                &mut self.place,
-            ),
+            } => {
+                if let Some(p) = self.cache.get(name.as_bytes()) {
+                    self.place.clear();
+                    self.place
+                        .extend(p.at[..usize::from(p.len)].iter().map(|&i| usize::from(i)));
+                } else {
+                    ring.place(
+                        name.as_bytes(),
+                        *replication_factor,
+                        *diverse,
+                        &mut self.place,
+                    );
+                    if self.place.len() <= 4 && self.place.iter().all(|&i| i <= 0xffff) {
+                        if self.cache.len() >= PLACEMENT_CACHE_NAMES {
+                            self.cache.clear();
+                        }
+                        let mut at = [0u16; 4];
+                        for (a, &i) in at.iter_mut().zip(&self.place) {
+                            *a = i as u16;
+                        }
+                        let p = Placement {
+                            len: self.place.len() as u8,
+                            at,
+                        };
+                        self.cache.insert(name.as_bytes().into(), p);
+                    }
+                }
+            }
             Router::Rules(rules, known) => {
                 crate::rules::route(rules, known, name.as_bytes(), &mut self.place)
             }
