@@ -82,6 +82,9 @@ pub struct AppState {
     pub http_stats: Arc<reqstats::HttpStats>,
     /// What `/ready` answers; the server marks it ready and stopping.
     pub readiness: Arc<ops::Readiness>,
+    /// More Prometheus text for `/metrics` from stages outside this crate (a cluster
+    /// node's producer and consumer), written after the store's.
+    pub extra_metrics: Vec<Arc<dyn Fn(&mut String) + Send + Sync>>,
 }
 
 /// How the HTTP stage is configured (the server's `[http]` and `[auth]` sections).
@@ -126,9 +129,22 @@ impl AppState {
         gf_series: growthforecast::SeriesRegistry,
         options: HttpOptions,
     ) -> Result<AppState, HttpConfigError> {
+        let sink: Arc<dyn Sink> = store.clone();
+        AppState::with_sink(store, sink, ingest, data_dir, gf_series, options)
+    }
+
+    /// [`AppState::new`] with posted points going to `sink` rather than the store (a
+    /// cluster node's log producer); reads still come from `store`.
+    pub fn with_sink(
+        store: Arc<Store>,
+        sink: Arc<dyn Sink>,
+        ingest: Arc<IngestStats>,
+        data_dir: &Path,
+        gf_series: growthforecast::SeriesRegistry,
+        options: HttpOptions,
+    ) -> Result<AppState, HttpConfigError> {
         let tz = sumi_query::attime::lookup_timezone(&options.timezone)
             .ok_or_else(|| HttpConfigError::TimeZone(options.timezone.clone()))?;
-        let sink: Arc<dyn Sink> = store.clone();
         let gf = growthforecast::Gf::open(data_dir, sink.clone(), gf_series)?;
         Ok(AppState {
             gf,
@@ -143,6 +159,7 @@ impl AppState {
             auth: options.auth,
             http_stats: Arc::new(reqstats::HttpStats::default()),
             readiness: Arc::new(ops::Readiness::default()),
+            extra_metrics: Vec::new(),
         })
     }
 }

@@ -99,6 +99,26 @@
 //! # {host} is this machine's name with dots as "_".
 //! prefix = "sumi.agents.{host}"
 //!
+//! # A node of a cluster on Apache Kafka (docs/cluster.md); absent: a single node.
+//! # [cluster]
+//! # Kafka's bootstrap servers.
+//! # brokers = "127.0.0.1:9092"
+//! # topic = "sumi-points"
+//! # Partitions of the topic (the unit of sharding, fixed for the topic's life): a
+//! # series goes to FNV-1a-64(canonical name) mod partitions.
+//! # partitions = 8
+//! # Kafka replicas of each partition when this node creates the topic; 0: min(3, brokers).
+//! # replication_factor = 0
+//! # "ingest": every protocol is taken in and produced to the log, nothing is stored;
+//! # "storage": the same, and the owned partitions are consumed into this node's engine.
+//! # role = "ingest"
+//! # node_id = 1
+//! # owned_partitions = [0, 1, 2, 3]
+//! # How long the producer gathers records (ms), and how long an append waits for
+//! # Kafka's acknowledgement before the client is told to retry (ms).
+//! # linger_ms = 5
+//! # append_timeout_ms = 10000
+//!
 //! [log]
 //! # tracing filter, e.g. "info" or "sumi=debug,info"; RUST_LOG wins when set.
 //! level = "info"
@@ -135,6 +155,7 @@ pub(crate) struct FileConfig {
     pub(crate) selfmon: SelfmonSection,
     #[serde(default)]
     pub(crate) log: LogSection,
+    pub(crate) cluster: Option<sumi_cluster::ClusterConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -373,6 +394,8 @@ pub struct Config {
     pub(crate) selfmon: SelfmonOptions,
     /// Things worth saying once logging is up (such as a token file others can read).
     pub(crate) warnings: Vec<String>,
+    /// A node of a cluster on Kafka (`[cluster]`); `None`: a single node.
+    pub(crate) cluster: Option<sumi_cluster::ClusterConfig>,
 }
 
 impl Default for Config {
@@ -401,6 +424,7 @@ impl Default for Config {
             auth: Arc::new(Auth::disabled()),
             selfmon: SelfmonOptions::default(),
             warnings: Vec::new(),
+            cluster: None,
         }
     }
 }
@@ -512,6 +536,10 @@ impl Config {
         };
         c.auth = Arc::new(auth_from(file.auth, &mut c.warnings)?);
         c.selfmon = selfmon_from(file.selfmon)?;
+        if let Some(cluster) = file.cluster {
+            cluster.validate().map_err(anyhow::Error::msg)?;
+            c.cluster = Some(cluster);
+        }
 
         if let Some(d) = &flags.data_dir {
             c.data_dir = d.clone();

@@ -45,7 +45,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     let (store, gf_series) = wire::open_store(&config).await?;
-    let running = wire::start(listeners, &config, store, gf_series)?;
+    let cluster = wire::open_cluster(&config, &store).await?;
+    let running = wire::start(listeners, &config, store, gf_series, cluster)?;
     shutdown.await;
     running.shutdown().await
 }

@@ -35,7 +35,18 @@ impl Sink for Store {
 impl Store {
     /// [`Sink::append`] with the store's own error.
     pub fn write(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
-        self.inner.append(batch).inspect_err(|e| {
+        self.write_with_now(batch, None)
+    }
+
+    /// [`Store::write`] with `now` in place of the store's clock for placing the points
+    /// (which archive, too old or too new): a node applying a log places each point as
+    /// of when the ingest node took it, whatever the delay since.
+    pub fn write_at(&self, batch: &Batch, now: i64) -> Result<AppendOutcome, StoreError> {
+        self.write_with_now(batch, Some(now))
+    }
+
+    fn write_with_now(&self, batch: &Batch, now: Option<i64>) -> Result<AppendOutcome, StoreError> {
+        self.inner.append(batch, now).inspect_err(|e| {
             let m = &self.inner.metrics;
             match e {
                 StoreError::NewSeriesRate { .. } => &m.new_series_throttled,
@@ -172,7 +183,11 @@ impl Inner {
     /// Rows are applied in WAL order ([`Wal::turn`](crate::wal::Wal::turn)), so that
     /// the later of two writes to one slot wins in the head as on replay; a freeze
     /// waits for every queued record to be applied before it takes the head.
-    pub(crate) fn append(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
+    pub(crate) fn append(
+        &self,
+        batch: &Batch,
+        now: Option<i64>,
+    ) -> Result<AppendOutcome, StoreError> {
         if self.admission.is_closed() {
             return Err(StoreError::Closed);
         }
@@ -191,7 +206,7 @@ impl Inner {
                 "the head holds {held} bytes, four times flush_bytes: flushes are failing or far behind"
             )));
         }
-        let now = self.now();
+        let now = now.unwrap_or_else(|| self.now());
         let mut ids = Vec::with_capacity(batch.len());
         self.resolve(batch, &mut ids)?;
 
