@@ -316,11 +316,19 @@ fn read_offsets(path: &Path, topic: &str) -> Result<BTreeMap<u32, i64>> {
     for (i, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let parsed = match f.as_slice() {
-            [t, p, o] => p.parse::<u32>().ok().zip(o.parse::<i64>().ok()).map(|x| (*t, x)),
+            [t, p, o] => p
+                .parse::<u32>()
+                .ok()
+                .zip(o.parse::<i64>().ok())
+                .map(|x| (*t, x)),
             _ => None,
         };
         let Some((t, (p, o))) = parsed else {
-            bail!("{} line {}: not `TOPIC PARTITION OFFSET`: {line:?}", path.display(), i + 1);
+            bail!(
+                "{} line {}: not `TOPIC PARTITION OFFSET`: {line:?}",
+                path.display(),
+                i + 1
+            );
         };
         if t == topic {
             out.insert(p, o);

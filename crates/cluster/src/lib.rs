@@ -58,7 +58,10 @@ pub fn ensure_topic(config: &ClusterConfig, wait: Duration) -> Result<()> {
     }
 }
 
-async fn try_ensure(admin: &AdminClient<DefaultClientContext>, config: &ClusterConfig) -> Result<()> {
+async fn try_ensure(
+    admin: &AdminClient<DefaultClientContext>,
+    config: &ClusterConfig,
+) -> Result<()> {
     let topic = config.topic.clone();
     let probe_admin_timeout = Duration::from_secs(5);
     let md = admin

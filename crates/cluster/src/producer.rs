@@ -189,12 +189,10 @@ impl KafkaSink {
         deadline: Instant,
     ) -> Result<(), String> {
         pending.state.lock().in_flight += 1;
-        let mut record = BaseRecord::<(), [u8], Arc<Pending>>::with_opaque_to(
-            &self.topic,
-            pending.clone(),
-        )
-        .partition(partition as i32)
-        .payload(payload);
+        let mut record =
+            BaseRecord::<(), [u8], Arc<Pending>>::with_opaque_to(&self.topic, pending.clone())
+                .partition(partition as i32)
+                .payload(payload);
         loop {
             match self.producer.send(record) {
                 Ok(()) => return Ok(()),

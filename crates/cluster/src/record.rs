@@ -298,7 +298,10 @@ mod tests {
         assert_eq!(d.points, 4);
         assert_eq!(points(&out), points(&b));
         // the second "a.b" costs one byte of name
-        assert_eq!(bytes.len(), 1 + 2 + 5 + (1 + 3 + 1 + 8) + (1 + 1 + 8) + (1 + 7 + 1 + 8) + (1 + 3 + 10 + 8));
+        assert_eq!(
+            bytes.len(),
+            1 + 2 + 5 + (1 + 3 + 1 + 8) + (1 + 1 + 8) + (1 + 7 + 1 + 8) + (1 + 3 + 10 + 8)
+        );
     }
 
     #[test]
@@ -307,7 +310,10 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
         assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
-        assert_eq!(partition_for("foobar", 8), (0x85944171f73967e8u64 % 8) as u32);
+        assert_eq!(
+            partition_for("foobar", 8),
+            (0x85944171f73967e8u64 % 8) as u32
+        );
         assert_eq!(partition_for("x", 0), 0);
     }
 
@@ -316,8 +322,14 @@ mod tests {
         let mut b = Batch::new();
         b.push("keep", 1, 1.0);
         assert_eq!(decode_into(&[], &mut b).unwrap_err(), RecordError::Empty);
-        assert_eq!(decode_into(&[2], &mut b).unwrap_err(), RecordError::Version(2));
-        assert!(matches!(decode_into(&[1], &mut b), Err(RecordError::Truncated(1))));
+        assert_eq!(
+            decode_into(&[2], &mut b).unwrap_err(),
+            RecordError::Version(2)
+        );
+        assert!(matches!(
+            decode_into(&[1], &mut b),
+            Err(RecordError::Truncated(1))
+        ));
         assert!(matches!(
             decode_into(&[1, 0, 100, 0, 0], &mut b),
             Err(RecordError::Count { count: 100, .. })
@@ -326,14 +338,23 @@ mod tests {
         one.push("n", 5, 2.0);
         let mut bytes = encode(&one, 5);
         bytes.push(0);
-        assert_eq!(decode_into(&bytes, &mut b).unwrap_err(), RecordError::Trailing(1));
+        assert_eq!(
+            decode_into(&bytes, &mut b).unwrap_err(),
+            RecordError::Trailing(1)
+        );
         // first point says "previous name"
         let mut bytes = vec![1, 0, 1, 0, 0];
         bytes.extend_from_slice(&[0; 8]);
-        assert_eq!(decode_into(&bytes, &mut b).unwrap_err(), RecordError::NoPreviousName(0));
+        assert_eq!(
+            decode_into(&bytes, &mut b).unwrap_err(),
+            RecordError::NoPreviousName(0)
+        );
         let mut bytes = vec![1, 0, 1, 1, 0xff, 0];
         bytes.extend_from_slice(&[0; 8]);
-        assert_eq!(decode_into(&bytes, &mut b).unwrap_err(), RecordError::NameNotUtf8(0));
+        assert_eq!(
+            decode_into(&bytes, &mut b).unwrap_err(),
+            RecordError::NameNotUtf8(0)
+        );
         assert_eq!(points(&b), vec![("keep".to_string(), 1, 1f64.to_bits())]);
     }
 

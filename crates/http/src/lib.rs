@@ -84,8 +84,11 @@ pub struct AppState {
     pub readiness: Arc<ops::Readiness>,
     /// More Prometheus text for `/metrics` from stages outside this crate (a cluster
     /// node's producer and consumer), written after the store's.
-    pub extra_metrics: Vec<Arc<dyn Fn(&mut String) + Send + Sync>>,
+    pub extra_metrics: Vec<MetricsWriter>,
 }
+
+/// Writes Prometheus text lines for `/metrics` (see [`AppState::extra_metrics`]).
+pub type MetricsWriter = Arc<dyn Fn(&mut String) + Send + Sync>;
 
 /// How the HTTP stage is configured (the server's `[http]` and `[auth]` sections).
 #[derive(Clone, Debug)]

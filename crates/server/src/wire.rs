@@ -44,7 +44,10 @@ pub(crate) struct ClusterNode {
 
 /// With `[cluster]`: makes sure the topic exists, creates the producer and, on a
 /// storage node, starts consuming the owned partitions into `store`.
-pub(crate) async fn open_cluster(config: &Config, store: &Arc<Store>) -> Result<Option<ClusterNode>> {
+pub(crate) async fn open_cluster(
+    config: &Config,
+    store: &Arc<Store>,
+) -> Result<Option<ClusterNode>> {
     let Some(cc) = config.cluster.clone() else {
         return Ok(None);
     };
@@ -56,10 +59,16 @@ pub(crate) async fn open_cluster(config: &Config, store: &Arc<Store>) -> Result<
     .await
     .context("checking the kafka topic")?
     .with_context(|| format!("kafka topic {} at {}", cc.topic, cc.brokers))?;
-    let sink = Arc::new(KafkaSink::new(&cc, Arc::new(SystemClock)).context("creating the kafka producer")?);
+    let sink = Arc::new(
+        KafkaSink::new(&cc, Arc::new(SystemClock)).context("creating the kafka producer")?,
+    );
     let consumer = match cc.role {
         Role::Ingest => None,
-        Role::Storage => Some(StorageConsumer::start(&cc, store.clone(), &config.data_dir)?),
+        Role::Storage => Some(StorageConsumer::start(
+            &cc,
+            store.clone(),
+            &config.data_dir,
+        )?),
     };
     info!(
         role = ?cc.role,
@@ -197,14 +206,14 @@ pub(crate) fn start(
     )?;
     if let Some(c) = &cluster {
         let produce = c.sink.stats();
-        state
-            .extra_metrics
-            .push(Arc::new(move |out: &mut String| produce.write_prometheus(out)));
+        state.extra_metrics.push(Arc::new(move |out: &mut String| {
+            produce.write_prometheus(out)
+        }));
         if let Some(consumer) = &c.consumer {
             let consume = consumer.stats();
-            state
-                .extra_metrics
-                .push(Arc::new(move |out: &mut String| consume.write_prometheus(out)));
+            state.extra_metrics.push(Arc::new(move |out: &mut String| {
+                consume.write_prometheus(out)
+            }));
         }
     }
     let readiness = state.readiness.clone();
