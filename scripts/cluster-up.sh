@@ -13,7 +13,8 @@
 #   NODE1_CARBON ... NODE1_PARTITIONS ... (the partitions each node owns)
 #
 # Partition p (of $SUMI_CLUSTER_PARTITIONS, default 6) is stored on nodes
-# 1 + p mod 3 and 1 + (p + 1) mod 3. The sumi binary is $SUMI_BIN, or the newest of
+# 1 + p mod 3 and 1 + (p + 1) mod 3; an append waits up to
+# $SUMI_CLUSTER_APPEND_TIMEOUT_MS (default 10000) for Kafka. The sumi binary is $SUMI_BIN, or the newest of
 # target/{debug,release}/sumi. scripts/cluster-node.sh starts, stops or kills a storage
 # node; scripts/cluster-down.sh stops everything.
 set -euo pipefail
@@ -81,6 +82,7 @@ partitions = $partitions
 role = "$role"
 node_id = $n
 owned_partitions = [$owned]
+append_timeout_ms = ${SUMI_CLUSTER_APPEND_TIMEOUT_MS:-10000}
 TOML
   if [ "$n" = 0 ]; then
     {

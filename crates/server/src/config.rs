@@ -691,6 +691,48 @@ mod tests {
     }
 
     #[test]
+    fn cluster_section_parsed_and_checked() {
+        let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
+        assert!(c.cluster.is_none());
+        let file: FileConfig = toml::from_str(
+            "[cluster]\nbrokers = \"127.0.0.1:9092\"\npartitions = 4\nrole = \"storage\"\nnode_id = 2\nowned_partitions = [1, 3]\n",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
+        let cl = c.cluster.unwrap();
+        assert_eq!(cl.role, sumi_cluster::Role::Storage);
+        assert_eq!(cl.topic, "sumi-points");
+        assert_eq!((cl.partitions, cl.node_id), (4, 2));
+        assert_eq!(cl.owned_partitions, vec![1, 3]);
+        for (text, says) in [
+            (
+                "brokers = \"b:1\"\nrole = \"storage\"\n",
+                "owned_partitions is empty",
+            ),
+            (
+                "brokers = \"b:1\"\npartitions = 2\nrole = \"storage\"\nowned_partitions = [2]\n",
+                "names 2",
+            ),
+            (
+                "brokers = \"b:1\"\nrole = \"ingest\"\nowned_partitions = [0]\n",
+                "owns none",
+            ),
+            (
+                "brokers = \"b:1\"\nrole = \"ingest\"\npartitions = 0\n",
+                "partitions is 0",
+            ),
+        ] {
+            let file: FileConfig = toml::from_str(&format!("[cluster]\n{text}")).unwrap();
+            let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
+            assert!(e.to_string().contains(says), "{text}: {e}");
+        }
+        assert!(
+            toml::from_str::<FileConfig>("[cluster]\nbrokers = \"b:1\"\nrole = \"relay\"\n")
+                .is_err()
+        );
+    }
+
+    #[test]
     fn query_limits_from_the_file() {
         let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
         assert_eq!(c.max_points_per_query, 20_000_000);

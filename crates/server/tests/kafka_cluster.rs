@@ -65,6 +65,7 @@ impl Cluster {
             .arg(c.dir.path())
             .env("SUMI_BIN", env!("CARGO_BIN_EXE_sumi"))
             .env("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string())
+            .env("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "1500")
             .env(
                 "SUMI_SERVE_ARGS",
                 format!("--no-selfmon --storage-schemas {}", schemas.display()),
@@ -109,6 +110,20 @@ impl Cluster {
             String::from_utf8_lossy(&out.stderr)
         );
         self.reload();
+    }
+
+    fn kafka(&mut self, cmd: &str) {
+        let out = Command::new(script("kafka-node.sh"))
+            .arg(self.dir.path())
+            .arg(cmd)
+            .arg("1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kafka-node.sh {cmd} 1 failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     fn log(&self, n: u32) -> String {
@@ -330,5 +345,47 @@ fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
         "node 2 restarted without its checkpoint: {}",
         starts[1]
     );
+
+    // Kafka down: the ingest node holds the carbon client back (appends fail as
+    // unavailable and are retried), drops nothing, and delivers once Kafka is back
+    cluster.kafka("kill");
+    let unavailable0 = metric(&ingest_http, "sumi_cluster_produce_unavailable_total");
+    let mut conn = TcpStream::connect(cluster.get("INGEST_CARBON")).unwrap();
+    let mut lines = String::new();
+    for s in 0..SERIES {
+        lines.push_str(&format!(
+            "load.s{s:03} {} {}\n",
+            value(s, ROUNDS),
+            base + ROUNDS
+        ));
+    }
+    conn.write_all(lines.as_bytes()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric(&ingest_http, "sumi_cluster_produce_unavailable_total") <= unavailable0 {
+        assert!(
+            Instant::now() < deadline,
+            "no append was refused as unavailable while Kafka was down"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cluster.kafka("start");
+    drop(conn);
+    for (n, want) in expected.iter_mut().enumerate() {
+        for (name, pts) in want.iter_mut() {
+            let s: usize = name["load.s".len()..].parse().unwrap();
+            pts.insert(base + ROUNDS, value(s, ROUNDS));
+        }
+        let addr = cluster.get(&format!("NODE{}_HTTP", n + 1)).to_string();
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while &rendered(&addr, base - 10, base + ROUNDS + 10) != want {
+            assert!(
+                Instant::now() < deadline,
+                "node {}: the points sent while Kafka was down did not arrive; its log:\n{}",
+                n + 1,
+                cluster.log(n as u32 + 1)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
     eprintln!("test done in {:.1}s", t0.elapsed().as_secs_f64());
 }
