@@ -53,8 +53,16 @@ logger.req.name = kafka.request.logger
 logger.req.level = warn
 L4J
 
-cluster_id=$(java -cp "$libs/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
-[ -n "$cluster_id" ] || die "StorageTool random-uuid printed nothing"
+# a cluster id as `StorageTool random-uuid` makes one (16 random bytes in URL-safe
+# base64 without padding, not starting with '-'), without starting a JVM for it
+cluster_id=$(python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"):
+        print(s)
+        break
+')
 
 for ((i = 1; i <= brokers; i++)); do
   port=${ports[$((2 * i - 2))]} cport=${ports[$((2 * i - 1))]}

@@ -295,6 +295,10 @@ fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+    eprintln!(
+        "replicas complete after the kill at {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
     // the replicas of each partition agree, also as a sum over everything they hold in
     // common (a point applied twice in a slot could not change it, a lost one would)
     for (a, b) in [(1u32, 2u32), (2, 3), (1, 3)] {
@@ -368,7 +372,9 @@ fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    eprintln!("appends refused at {:.1}s", t0.elapsed().as_secs_f64());
     cluster.kafka("start");
+    eprintln!("kafka restarted at {:.1}s", t0.elapsed().as_secs_f64());
     drop(conn);
     for (n, want) in expected.iter_mut().enumerate() {
         for (name, pts) in want.iter_mut() {
