@@ -67,6 +67,7 @@ pub mod failpoint;
 mod flush;
 mod fsutil;
 mod head;
+mod import;
 mod manifest;
 mod metrics;
 mod options;
@@ -87,6 +88,7 @@ pub mod wal;
 mod testutil;
 
 pub use error::StoreError;
+pub use import::ImportOutcome;
 pub use options::{FsyncPolicy, InvalidFsyncPolicy, StoreOptions};
 pub use read::bulk::{FetchPlan, FetchedRef};
 pub use read::Fetched;
