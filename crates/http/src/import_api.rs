@@ -8,14 +8,18 @@
 //!   "aggregationMethod": "average",
 //!   "xFilesFactor": 0.5,
 //!   "archives": [
-//!     {"step": 10, "points": 8640, "start": 1700000000, "values": [1.5, null, 2.0]},
-//!     {"step": 60, "points": 43200, "start": 1699990000, "values": [1.75]}
+//!     {"step": 10, "points": 8640, "start": 1700000000, "values": "1.5,,2"},
+//!     {"step": 60, "points": 43200, "start": 1699990000, "values": "1.75"}
 //!   ]
 //! }]}
 //! ```
 //!
 //! `step` and `points` are the archive (whisper's seconds per point and point count,
-//! finest first); `values[i]` is the value at `start + i * step`, `null` for none.
+//! finest first); `values` holds, comma-separated, the values at `start`, `start +
+//! step`, ..., an empty field where there is none. They are text rather than JSON
+//! numbers so that every value arrives bit for bit (the shortest decimal that reads
+//! back as the same double, as Rust and Python print them; `NaN`, `inf` and `-inf`
+//! as whisper files may hold them), whatever JSON parser either side uses.
 //! Each series is written by [`Store::import_series`](sumi_store::Store::import_series)
 //! (fill semantics: only empty slots are written). The answer lists per series what
 //! was done, or why not:
@@ -66,7 +70,46 @@ pub struct ImportArchive {
     pub step: u32,
     pub points: u32,
     pub start: i64,
-    pub values: Vec<Option<f64>>,
+    pub values: String,
+}
+
+/// `values` of an [`ImportArchive`]: the shortest round-trip decimal of each value,
+/// empty for none, comma-separated.
+pub fn encode_values(values: &[Option<f64>]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(values.len() * 8);
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        if let Some(v) = v {
+            let _ = write!(s, "{v}");
+        }
+    }
+    s
+}
+
+/// The `(time, value)` points of an archive's `values` from `start` on.
+pub fn decode_values(start: i64, step: i64, values: &str) -> Result<Vec<(i64, f64)>, String> {
+    let mut out = Vec::new();
+    if values.is_empty() {
+        return Ok(out);
+    }
+    for (i, field) in values.split(',').enumerate() {
+        let field = field.trim();
+        if field.is_empty() {
+            continue;
+        }
+        let v: f64 = field
+            .parse()
+            .map_err(|_| format!("value {} ({field:?}) is not a number", i + 1))?;
+        let t = (i as i64)
+            .checked_mul(step)
+            .and_then(|d| start.checked_add(d))
+            .ok_or_else(|| format!("value {} lies beyond the time range", i + 1))?;
+        out.push((t, v));
+    }
+    Ok(out)
 }
 
 /// The answer for one series.
@@ -125,18 +168,8 @@ fn prepare(s: &ImportSeries) -> Result<(SeriesConfig, Vec<Vec<(i64, f64)>>), Str
     let points = s
         .archives
         .iter()
-        .map(|a| {
-            let step = i64::from(a.step);
-            a.values
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| {
-                    let t = a.start.checked_add((i as i64).checked_mul(step)?)?;
-                    Some((t, (*v)?))
-                })
-                .collect()
-        })
-        .collect();
+        .map(|a| decode_values(a.start, i64::from(a.step), &a.values))
+        .collect::<Result<Vec<_>, String>>()?;
     Ok((
         SeriesConfig {
             retention: Arc::new(retention),
@@ -196,5 +229,41 @@ pub async fn import(State(state): State<Arc<AppState>>, body: Bytes) -> Response
             StatusCode::OK,
             serde_json::to_string(&answer).unwrap_or_default(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_bit_for_bit() {
+        let vals = [
+            Some(-1138.57),
+            None,
+            Some(0.1 + 0.2),
+            Some(f64::MIN_POSITIVE / 3.0),
+            Some(-0.0),
+            Some(f64::INFINITY),
+            Some(f64::NEG_INFINITY),
+            None,
+            Some(1e300),
+        ];
+        let text = encode_values(&vals);
+        let back = decode_values(100, 10, &text).unwrap();
+        let want: Vec<(i64, f64)> = vals
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some((100 + 10 * i as i64, (*v)?)))
+            .collect();
+        assert_eq!(back.len(), want.len());
+        for ((ta, a), (tb, b)) in back.iter().zip(&want) {
+            assert_eq!((ta, a.to_bits()), (tb, b.to_bits()));
+        }
+        let nan = decode_values(0, 1, &encode_values(&[Some(f64::NAN)])).unwrap();
+        assert!(nan[0].1.is_nan());
+        assert!(decode_values(0, 1, "1,x").is_err());
+        assert!(decode_values(i64::MAX, 10, "1,2").is_err());
+        assert_eq!(decode_values(0, 1, "").unwrap(), vec![]);
     }
 }

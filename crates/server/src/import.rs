@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use sumi_http::import_api::{ImportAnswer, ImportArchive, ImportRequest, ImportSeries};
+use sumi_http::import_api::{
+    encode_values, ImportAnswer, ImportArchive, ImportRequest, ImportSeries,
+};
 use sumi_import::job::{self, JobOptions, SeriesData, Target, TargetError, Written};
 use sumi_import::sources::{self, TaggedNames};
 use sumi_model::SystemClock;
@@ -148,7 +150,7 @@ impl Target for HttpTarget {
                     step: a.step_secs,
                     points: a.points,
                     start,
-                    values,
+                    values: encode_values(&values),
                 }
             })
             .collect();
