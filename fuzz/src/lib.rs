@@ -12,6 +12,7 @@
 pub mod attime;
 pub mod codec;
 pub mod glob;
+pub mod import_values;
 pub mod json_bulk;
 pub mod pickle;
 pub mod plaintext;
@@ -41,6 +42,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("wal_segment", wal::wal_segment),
     ("whisper_file", whisper::whisper_file),
     ("rrd_file", rrd::rrd_file),
+    ("import_values", import_values::import_values),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs

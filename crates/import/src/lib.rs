@@ -12,6 +12,7 @@
 //!   archives, method and xFilesFactor.
 //! - [`job`]: `sumi import`'s driver: files in parallel, a state file to resume,
 //!   progress on stderr, a summary.
+//! - [`values`]: the text form of an archive's values in `POST /api/v0/import`.
 //!
 //! Format notes: `docs/format/whisper.md`, `docs/format/rrd.md`.
 
@@ -19,4 +20,5 @@ pub mod carbon;
 pub mod job;
 pub mod rrd;
 pub mod sources;
+pub mod values;
 pub mod whisper;
