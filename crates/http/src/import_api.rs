@@ -112,8 +112,11 @@ fn refuse(status: StatusCode, msg: String) -> Response {
     json(status, serde_json::json!({ "error": msg }).to_string())
 }
 
+/// The `(time, value)` points of each archive, finest first.
+type ArchivePoints = Vec<Vec<(i64, f64)>>;
+
 /// Turns one series of the request into the store's arguments.
-fn prepare(s: &ImportSeries) -> Result<(SeriesConfig, Vec<Vec<(i64, f64)>>), String> {
+fn prepare(s: &ImportSeries) -> Result<(SeriesConfig, ArchivePoints), String> {
     let method = parse_method(&s.aggregation_method)
         .ok_or_else(|| format!("unknown aggregationMethod {:?}", s.aggregation_method))?;
     if !(0.0..=1.0).contains(&s.x_files_factor) {
