@@ -7,6 +7,9 @@
 //!   once the record is written, in WAL order.
 //! - `admission`: what may refuse a batch before the WAL sees it (closed, disk below
 //!   its reserve, the new-series budget).
+//! - [`Store::import_series`] (`import`): history from whisper or RRD files, each
+//!   source archive written straight to its level (no placement by age), only into
+//!   empty slots, through the same WAL and head.
 //! - `series`: the index (arena-interned names, a hash table, the metric tree) and its
 //!   append-only `series.log`.
 //! - `wal`: segments, group commit, fsync policy, the turns that order the head,
