@@ -441,3 +441,70 @@ fn show_progress(total: u64, c: &Counters, finished: &AtomicBool, every: Duratio
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("sumi-import-job-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    #[test]
+    fn files_are_listed_sorted_and_relative() {
+        let d = temp("list");
+        for f in ["b/x.wsp", "a/y.wsp", "a/z.txt", "c/d/e.wsp"] {
+            let p = d.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, b"").unwrap();
+        }
+        let got = list_files(&d, "wsp").unwrap();
+        let want: Vec<PathBuf> = ["a/y.wsp", "b/x.wsp", "c/d/e.wsp"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(got, want);
+        // one file: itself
+        assert_eq!(
+            list_files(&d.join("a/y.wsp"), "wsp").unwrap(),
+            vec![PathBuf::new()]
+        );
+        assert!(matches!(
+            list_files(&d.join("none"), "wsp"),
+            Err(JobError::Io { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn state_files_record_and_refuse_another_job() {
+        let d = temp("state");
+        let p = d.join("state");
+        let s = State::open(Some(&p), "whisper /a").unwrap();
+        s.finished(Path::new("x/y.wsp"));
+        s.finished(Path::new("x/z.wsp"));
+        drop(s);
+        // a torn last line names no file
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"x/w.w")
+            .unwrap();
+        let s = State::open(Some(&p), "whisper /a").unwrap();
+        assert!(s.done.contains(Path::new("x/y.wsp")));
+        assert!(s.done.contains(Path::new("x/z.wsp")));
+        assert!(!s.done.contains(Path::new("x/w.wsp")));
+        s.finished(Path::new("x/w.wsp"));
+        drop(s);
+        let s = State::open(Some(&p), "whisper /a").unwrap();
+        assert!(s.done.contains(Path::new("x/w.wsp")));
+        drop(s);
+        let e = State::open(Some(&p), "rrd /b").err().unwrap();
+        assert!(e.to_string().contains("whisper /a"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

@@ -224,3 +224,41 @@ pub fn rrd_series(path: &Path, rel: &Path) -> Result<Vec<SeriesData>, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrd_stems_follow_the_path() {
+        let f = Path::new("/x/y/load.rrd");
+        assert_eq!(rrd_stem(Path::new(""), f), "load");
+        assert_eq!(
+            rrd_stem(Path::new("web01/cpu-0/cpu-idle.rrd"), f),
+            "web01.cpu-0.cpu-idle"
+        );
+        assert_eq!(rrd_stem(Path::new("a b/if.eth0;x.rrd"), f), "a_b.if_eth0_x");
+    }
+
+    #[test]
+    fn tagged_names_by_hash() {
+        let names = TaggedNames::parse("# a comment\n\ncpu.usage;host=web01;dc=eu\n").unwrap();
+        assert_eq!(names.len(), 1);
+        let h = carbon::tagged_hash("cpu.usage;dc=eu;host=web01").unwrap();
+        assert_eq!(
+            names.0.get(&h).map(String::as_str),
+            Some("cpu.usage;dc=eu;host=web01")
+        );
+        let err = TaggedNames::parse("a;b=c\n;x=y\n").unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+    }
+
+    #[test]
+    fn a_hashed_file_without_its_name_is_a_skip_that_says_why() {
+        let rel = Path::new(
+            "_tagged/8d7/28e/8d728edfed21f8dd119983879d376c2c654922b7eb7f751ac73e6fdd87fb9ffc.wsp",
+        );
+        let err = whisper_series(rel, rel, 0, &TaggedNames::default()).unwrap_err();
+        assert!(err.contains("--tagged-names"), "{err}");
+    }
+}
