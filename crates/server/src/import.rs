@@ -136,6 +136,35 @@ fn dense(step: u32, points: &[(i64, f64)]) -> (i64, Vec<Option<f64>>) {
     (first.0, values)
 }
 
+impl HttpTarget {
+    /// An empty import first, so that an unreachable server, a missing or refused
+    /// token or a server without the endpoint is one clear error before any file is
+    /// read (a refusal of a large body can show as a broken pipe instead).
+    fn check(&self) -> Result<()> {
+        let mut r = self
+            .agent
+            .post(&self.url)
+            .set("Content-Type", "application/json");
+        if let Some(t) = &self.token {
+            r = r.set("Authorization", &format!("Bearer {t}"));
+        }
+        match r.send_string(r#"{"series":[]}"#) {
+            Ok(_) => Ok(()),
+            Err(ureq::Error::Status(code @ (401 | 403), resp)) => bail!(
+                "{} answered {code} ({}): pass a write or admin token with --token-file",
+                self.url,
+                resp.into_string().unwrap_or_default().trim()
+            ),
+            Err(ureq::Error::Status(code, resp)) => bail!(
+                "{} answered {code}: {}",
+                self.url,
+                resp.into_string().unwrap_or_default().trim()
+            ),
+            Err(e) => bail!("{}: {e}", self.url),
+        }
+    }
+}
+
 impl Target for HttpTarget {
     fn import(&self, s: &SeriesData) -> Result<Written, TargetError> {
         let archives = s
@@ -311,7 +340,9 @@ fn run_inner(cmd: ImportCommand) -> Result<job::Summary> {
             let agent = ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(300))
                 .build();
-            (Box::new(HttpTarget { url, token, agent }), None)
+            let target = HttpTarget { url, token, agent };
+            target.check()?;
+            (Box::new(target), None)
         }
         None => {
             let config = Config::load(&ServeFlags::files(

@@ -104,4 +104,52 @@ fn rrd_import_renders_what_rrdtool_fetches() {
         );
     }
     sumi.stop();
+
+    // into a running server that asks for a write token
+    let toml = dir.path().join("sumi.toml");
+    let token = "import-write-token-3b9e";
+    std::fs::write(&toml, format!("[auth]\nwrite_tokens = [\"{token}\"]\n")).unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("# the write token\n{token}\n")).unwrap();
+    let online = dir.path().join("online");
+    let mut sumi = Sumi::start(
+        &online,
+        &["--no-selfmon", "--config", toml.to_str().unwrap()],
+    );
+    let url = format!("http://{}", sumi.http);
+    let run = |extra: &[&str], state: &str| {
+        Command::new(env!("CARGO_BIN_EXE_sumi"))
+            .args(["import", "rrd"])
+            .arg(&rrd_dir)
+            .args(["--url", &url, "--state"])
+            .arg(dir.path().join(state))
+            .args(extra)
+            .output()
+            .expect("run sumi import rrd --url")
+    };
+    let out = run(&[], "no-token.state");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "refused without a token: {err}");
+    assert!(err.contains("401"), "{err}");
+    let out = run(
+        &["--token-file", token_file.to_str().unwrap()],
+        "token.state",
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("series: 14 (14 created)"), "{text}");
+    let f = &fetches[0];
+    let path = format!(
+        "/render?target={}&from={}&until={}&now={t0}&format=raw",
+        f["series"].as_str().unwrap(),
+        f["from"],
+        f["until"]
+    );
+    let (status, body) = sumi.get(&path);
+    assert_eq!(status, 200, "reads are open (no read tokens): {body}");
+    let known = body.trim_end().split_once('|').map_or(0, |(_, v)| {
+        v.split(',').filter(|x| x.parse::<f64>().is_ok()).count()
+    });
+    assert!(known > 50, "{path}: {body}");
+    sumi.stop();
 }
