@@ -13,6 +13,7 @@ pub mod attime;
 pub mod cluster;
 pub mod codec;
 pub mod glob;
+pub mod import_values;
 pub mod json_bulk;
 pub mod pickle;
 pub mod plaintext;
@@ -43,6 +44,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("whisper_file", whisper::whisper_file),
     ("rrd_file", rrd::rrd_file),
     ("cluster_record", cluster::cluster_record),
+    ("import_values", import_values::import_values),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs

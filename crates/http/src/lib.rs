@@ -8,6 +8,7 @@
 //! - [`ingest_api`]: points over HTTP: `/api/v0/tsdb` (JSON bulk), `/api/v1/write`
 //!   (Prometheus remote write).
 //! - [`functions_api`]: `/functions` (the function definitions) and `/version`.
+//! - [`import_api`]: history from `sumi import --url` (`POST /api/v0/import`).
 //! - [`admin_api`]: deleting and renaming series (`/api/v1/series/delete`,
 //!   `/api/v1/series/rename`).
 //! - [`ops`]: `/metrics` in Prometheus text format (without `query`), `/health` and
@@ -30,6 +31,7 @@ pub mod auth;
 pub mod functions_api;
 pub mod growthforecast;
 pub(crate) mod image;
+pub mod import_api;
 pub mod ingest_api;
 pub mod metrics_api;
 pub mod ops;
@@ -189,6 +191,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/api/v1/write",
             post(ingest_api::remote_write).layer(DefaultBodyLimit::max(ingest_api::MAX_BODY_BYTES)),
+        )
+        .route(
+            "/api/v0/import",
+            post(import_api::import).layer(DefaultBodyLimit::max(import_api::MAX_BODY_BYTES)),
         )
         .route("/functions", any(functions_api::list))
         .route("/functions/", any(functions_api::list))

@@ -363,6 +363,18 @@ pub struct ServeFlags {
     pub(crate) no_selfmon: bool,
 }
 
+impl ServeFlags {
+    /// Only the config file and the data directory, as other subcommands (`sumi
+    /// import`) take them; the rest from the file or the defaults.
+    pub fn files(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> ServeFlags {
+        ServeFlags {
+            config,
+            data_dir,
+            ..ServeFlags::default()
+        }
+    }
+}
+
 /// The validated configuration: [`Config::load`] for `sumi serve`,
 /// [`Config::for_tests`] for a server run in-process.
 #[derive(Debug, Clone)]
@@ -461,6 +473,11 @@ impl Config {
             http_addr: any_port,
             ..Config::default()
         }
+    }
+
+    /// The store's directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
     }
 
     /// What the HTTP stage is built with.

@@ -31,6 +31,7 @@ use tracing::{info, warn};
 
 pub use bind::{Addrs, Listeners};
 pub use config::Config;
+pub use wire::store_options;
 
 use config::LogFormat;
 

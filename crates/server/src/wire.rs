@@ -97,10 +97,10 @@ fn load_rules(config: &Config) -> Result<SeriesRules> {
     Ok(rules)
 }
 
-/// Opens the store with the configured rules, and the registry of GrowthForecast's
-/// series, whose aggregation the store was opened with.
-pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesRegistry)> {
-    let t0 = Instant::now();
+/// The store's options from the configuration: the rules for new series, fsync,
+/// `max_future_secs` and the storage tuning (what `sumi serve` opens the store with,
+/// before GrowthForecast's aggregation override).
+pub fn store_options(config: &Config) -> Result<StoreOptions> {
     let mut opts = StoreOptions::new(config.data_dir.clone());
     opts.rules = load_rules(config)?;
     opts.fsync = config
@@ -109,6 +109,14 @@ pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesReg
         .map_err(|e| anyhow::anyhow!("storage.fsync: {e}"))?;
     opts.max_future_secs = config.max_future_secs;
     config.storage_tuning.apply(&mut opts);
+    Ok(opts)
+}
+
+/// Opens the store with the configured rules, and the registry of GrowthForecast's
+/// series, whose aggregation the store was opened with.
+pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesRegistry)> {
+    let t0 = Instant::now();
+    let mut opts = store_options(config)?;
     // Series of GrowthForecast graphs roll up by average with xFilesFactor 0.
     let gf_series = SeriesRegistry::new();
     opts.rules.aggregation = opts

@@ -260,8 +260,25 @@ impl Inner {
         if points.is_empty() {
             return Ok(out);
         }
+        self.commit_placed(&points, &classes)?;
+        out.accepted = points.len() as u64;
+        self.metrics
+            .points_stored
+            .fetch_add(out.accepted, Ordering::Relaxed);
+        self.metrics.appends.fetch_add(1, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Writes points already placed at their level and slot: one WAL record, the
+    /// group commit, then the rows into the head in WAL order. Points older than a
+    /// level's rollup horizon mark their partitions dirty first.
+    pub(crate) fn commit_placed(
+        &self,
+        points: &[WalPoint],
+        classes: &[u16],
+    ) -> Result<(), StoreError> {
         let mut payload = Vec::new();
-        encode_points(&points, &mut payload);
+        encode_points(points, &mut payload);
 
         let (start, lsn) = {
             let mut ap = self.head.lock_append();
@@ -270,7 +287,7 @@ impl Inner {
             }
             // late points into partitions whose rollup has started make them dirty
             let mut roll_changed = false;
-            for (p, &c) in points.iter().zip(&classes) {
+            for (p, &c) in points.iter().zip(classes) {
                 let level = usize::from(p.level);
                 if p.slot < ap.roll.horizon(c, level) {
                     let idx = self.index.read();
@@ -288,17 +305,12 @@ impl Inner {
         // every record takes its turn, applied or not, so that later ones go on
         let turn = self.wal.turn(start, lsn);
         committed?;
-        self.head.push(&turn, &points, &classes);
+        self.head.push(&turn, points, classes);
         drop(turn);
-        out.accepted = points.len() as u64;
-        self.metrics
-            .points_stored
-            .fetch_add(out.accepted, Ordering::Relaxed);
-        self.metrics.appends.fetch_add(1, Ordering::Relaxed);
         if self.head.active_bytes() >= self.opts.flush_bytes {
             self.workers.wake();
         }
-        Ok(out)
+        Ok(())
     }
 }
 
