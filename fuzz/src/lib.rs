@@ -10,8 +10,10 @@
 //! `[[bin]]` in `libfuzzer/Cargo.toml`.
 
 pub mod attime;
+pub mod cluster;
 pub mod codec;
 pub mod glob;
+pub mod import_values;
 pub mod json_bulk;
 pub mod pickle;
 pub mod plaintext;
@@ -44,6 +46,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("rrd_file", rrd::rrd_file),
     ("relay_queue", relay::relay_queue),
     ("relay_rules", relay::relay_rules),
+    ("cluster_record", cluster::cluster_record),
+    ("import_values", import_values::import_values),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -59,6 +63,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("whisper_file", whisper::seeds),
     ("rrd_file", rrd::seeds),
     ("relay_queue", relay::queue_seeds),
+    ("cluster_record", cluster::seeds),
 ];
 
 /// The target called `name`.

@@ -5,6 +5,7 @@
 //! - `sumi bench`: a carbon plaintext load generator that measures a server.
 //! - `sumi check`: verify (and repair) a data directory offline, see [`check`].
 //! - `sumi relay`: a carbon-compatible relay with on-disk queues, [`sumi_relay`].
+//! - `sumi import whisper|rrd`: history from whisper or RRD files, see [`import`].
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -12,6 +13,7 @@ use clap::{Parser, Subcommand};
 use sumi_server::config::{Config, ServeFlags};
 
 mod check;
+mod import;
 
 #[derive(Parser)]
 #[command(
@@ -36,6 +38,10 @@ enum Command {
     /// Relay carbon plaintext and pickle to carbon destinations and sumi, placed as
     /// carbon places them, through an on-disk queue per destination (docs/relay.md).
     Relay(RelayFlags),
+    /// Import history: whisper trees, RRD files. Exit status: 0 all imported, 1 some
+    /// files or series skipped (listed at the end), 2 the import could not run.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
 }
 
 #[derive(clap::Args)]
@@ -89,5 +95,6 @@ fn main() -> Result<()> {
                 .init();
             Ok(sumi_relay::run_until_signal(config)?)
         }
+        Command::Import(cmd) => std::process::exit(import::run(cmd)),
     }
 }
