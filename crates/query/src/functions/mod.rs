@@ -43,7 +43,9 @@ mod sort;
 mod special;
 mod transform;
 
-pub use params::{bind, is_agg_func, BoundArgs, DefaultValue, Param, ParamType, AGG_FUNCS};
+pub use params::{
+    bind, is_agg_func, BoundArgs, DefaultValue, OnFloat, Param, ParamType, AGG_FUNCS,
+};
 
 use std::collections::HashMap;
 
