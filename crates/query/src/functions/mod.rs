@@ -43,6 +43,11 @@ mod sort;
 mod special;
 mod transform;
 
+pub(crate) use aggregation::AggFunc;
+pub(crate) use align::lcm;
+pub(crate) use args::call_function;
+pub(crate) use combine::aggregate::{agg_func, Fold};
+
 pub use params::{
     bind, is_agg_func, BoundArgs, DefaultValue, OnFloat, Param, ParamType, AGG_FUNCS,
 };
