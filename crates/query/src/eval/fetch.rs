@@ -217,8 +217,9 @@ impl Session<'_> {
         let mut answers: Vec<Option<Answer>> = Vec::new();
         answers.resize_with(names.len(), || None);
         let paths: Vec<&str> = names.iter().map(String::as_str).collect();
+        // the caller folds these series and drops them before it reads the next chunk
         self.source
-            .fetch_each(&paths, ctx.from, ctx.until, ctx.now, &mut |i, f| {
+            .fetch_each_transient(&paths, ctx.from, ctx.until, ctx.now, &mut |i, f| {
                 if let Some(slot) = answers.get_mut(i) {
                     Answer::keep_more_complete(slot, f);
                 }
