@@ -97,6 +97,18 @@ def targets(now):
         ("sumSeries(xFilesFactor(%s,1),%s)" % (F3, F1), "-1h", ()),
         ("averageSeries(%s)" % CPU, "-3h", (("xFilesFactor", "0.6"),)),
         ("sumSeries(%s)" % MIX, "-1h", (("maxDataPoints", "13"), ("xFilesFactor", "0.5"))),
+        # evaluated as a stream by sumi (a chunk of series at a time): every series of
+        # the harness (three schemas, steps of 10 s, 30 s and 1 min, nulls, overflows)
+        # under per-series functions
+        ("sumSeries(isNonNull(diff.*.*.*.*))", "-1h", ()),
+        ("averageSeries(transformNull(diff.*.*.*.*,0))", "-3h", ()),
+        ("maxSeries(absolute(scale(diff.*.*.*.*,-1)))", "-1h", ()),
+        ("aggregate(offset(diff.*.*.*.*,1),'sum',0.5)", "-1d", ()),
+        ("aggregate(diff.*.*.*.*,'avg_zero',0.1)", "-7h", ()),
+        ("countSeries(isNonNull(diff.*.*.*.*))", "-1h", ()),
+        ("multiplySeries(isNonNull(%s))" % F1, "-1h", ()),
+        ("rangeOfSeries(diff.*.*.*.*)", "-7h", ()),
+        ("minSeries(diff.*.*.*.*)", "-2d", (("xFilesFactor", "0.3"),)),
         # ---- pairwise lists ----
         ("sumSeriesLists(%s,%s)" % (CPU, "diff.fine.web0*.cpu.user"), "-1h", ()),
         ("diffSeriesLists(diff.fine.web0{1,2}.cpu.user,diff.mid.app.{alpha,beta}.rate)", "-1h", ()),
