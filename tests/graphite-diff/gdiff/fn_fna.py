@@ -109,6 +109,9 @@ def targets(now):
         ("multiplySeries(isNonNull(%s))" % F1, "-1h", ()),
         ("rangeOfSeries(diff.*.*.*.*)", "-7h", ()),
         ("minSeries(diff.*.*.*.*)", "-2d", (("xFilesFactor", "0.3"),)),
+        ("sumSeriesWithWildcards(isNonNull(diff.*.*.*.*),1,3)", "-3h", ()),
+        ("groupByNode(diff.*.*.*.*,1,'sumSeries')", "-7h", ()),
+        ("groupByNodes(transformNull(diff.*.*.*.*,-1),'max',1,4)", "-1h", ()),
         # ---- pairwise lists ----
         ("sumSeriesLists(%s,%s)" % (CPU, "diff.fine.web0*.cpu.user"), "-1h", ()),
         ("diffSeriesLists(diff.fine.web0{1,2}.cpu.user,diff.mid.app.{alpha,beta}.rate)", "-1h", ()),

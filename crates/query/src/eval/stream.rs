@@ -18,8 +18,16 @@
 //! values in the list's order, so the answer is bit for bit the one the materialising
 //! path gives (and graphite-web's).
 //!
-//! `median` and `stddev` (which needs the averages before the deviations), several
-//! lists, keyword arguments and `template()` substitutions take the ordinary path.
+//! The groupings fold one aggregate per group, in order of first appearance: the
+//! `…WithWildcards` functions (literal positions) and `groupByNode(s)` (literal nodes,
+//! a callback that is one of the aggregates above or an aggregation name), each group
+//! at the multiple of its own steps.
+//!
+//! `median` and `stddev` (which needs the averages before the deviations),
+//! `groupByTags`, several lists, keyword arguments and `template()` substitutions take
+//! the ordinary path.
+
+use std::collections::HashMap;
 
 use crate::error::QueryError;
 use crate::functions::{agg_func, bind, call_function, lcm, AggFunc, Fold, Registry};
@@ -50,6 +58,81 @@ pub(super) struct Plan<'c> {
     pattern: String,
     /// The per-series calls, outermost first.
     chain: Vec<&'c Call>,
+    group: Group,
+}
+
+/// How the series are grouped, each group aggregated into one series named after its
+/// key, groups in order of first appearance.
+enum Group {
+    /// One group, named after the aggregate.
+    One,
+    /// `…WithWildcards`: the name without the nodes at these positions.
+    Wildcards(Vec<i64>),
+    /// `groupByNode(s)`: these nodes (or tags) of the name.
+    Nodes(Vec<Value>),
+}
+
+impl Group {
+    fn key(&self, s: &crate::series::TimeSeries) -> String {
+        match self {
+            Group::One => String::new(),
+            Group::Wildcards(positions) => {
+                let nodes: Vec<&str> = s
+                    .name
+                    .split('.')
+                    .enumerate()
+                    .filter(|(i, _)| !positions.contains(&(*i as i64)))
+                    .map(|(_, node)| node)
+                    .collect();
+                nodes.join(".")
+            }
+            Group::Nodes(nodes) => crate::functions::agg_key(s, nodes),
+        }
+    }
+}
+
+/// An aggregating series function a stream can fold: its aggregation's name, the
+/// function (`None`: `countSeries`) and whether one series is answered as it is.
+fn series_function(name: &str) -> Option<(&'static str, Option<AggFunc>, bool)> {
+    Some(match name {
+        "sumSeries" => ("sum", Some(AggFunc::Sum), false),
+        "averageSeries" => ("average", Some(AggFunc::Average), false),
+        "minSeries" => ("min", Some(AggFunc::Min), false),
+        "maxSeries" => ("max", Some(AggFunc::Max), false),
+        "diffSeries" => ("diff", Some(AggFunc::Diff), false),
+        "multiplySeries" => ("multiply", Some(AggFunc::Multiply), true),
+        "rangeOfSeries" => ("rangeOf", Some(AggFunc::Range), false),
+        "countSeries" => ("count", None, false),
+        _ => return None,
+    })
+}
+
+/// A `groupByNode(s)` callback: a registered function first (as graphite-web looks it
+/// up), else an aggregation.
+fn callback<'c>(name: &'c str, functions: &Registry) -> Option<(&'c str, Option<AggFunc>, bool)> {
+    if functions.get(name).is_some() {
+        return series_function(name);
+    }
+    let (stripped, func) = agg_func(name)?;
+    static_name(func)?;
+    Some((stripped, Some(func), false))
+}
+
+/// A literal integer (a node position).
+fn int_literal(arg: &Arg) -> Option<i64> {
+    match arg {
+        Arg::Literal(Literal::Int(i)) => Some(*i),
+        _ => None,
+    }
+}
+
+/// A literal node: an integer or a tag name.
+fn node_literal(arg: &Arg) -> Option<Value> {
+    match arg {
+        Arg::Literal(Literal::Int(i)) => Some(Value::Int(*i)),
+        Arg::Literal(Literal::Str(s)) => Some(Value::Str(s.clone())),
+        _ => None,
+    }
 }
 
 /// Whether `call` can be evaluated as a stream, and how.
@@ -57,7 +140,49 @@ pub(super) fn plan<'c>(call: &'c Call, functions: &Registry) -> Option<Plan<'c>>
     if !call.kwargs.is_empty() || functions.get(&call.name).is_none() {
         return None;
     }
+    let mut group = Group::One;
     let (func_name, func, single_as_is, args) = match call.name.as_str() {
+        "sumSeriesWithWildcards" | "averageSeriesWithWildcards" | "multiplySeriesWithWildcards" => {
+            let (series, positions) = call.args.split_first()?;
+            let positions: Option<Vec<i64>> = positions.iter().map(int_literal).collect();
+            group = Group::Wildcards(positions?);
+            let (name, func) = match call.name.as_str() {
+                "sumSeriesWithWildcards" => ("sum", AggFunc::Sum),
+                "averageSeriesWithWildcards" => ("average", AggFunc::Average),
+                _ => ("multiply", AggFunc::Multiply),
+            };
+            (name, Some(func), false, std::slice::from_ref(series))
+        }
+        "aggregateWithWildcards" => {
+            let [series, Arg::Literal(Literal::Str(raw)), positions @ ..] = call.args.as_slice()
+            else {
+                return None;
+            };
+            let positions: Option<Vec<i64>> = positions.iter().map(int_literal).collect();
+            group = Group::Wildcards(positions?);
+            let (name, func) = agg_func(raw)?;
+            static_name(func)?;
+            (name, Some(func), false, std::slice::from_ref(series))
+        }
+        "groupByNode" => {
+            let (series, node, cb) = match call.args.as_slice() {
+                [series, node] => (series, node, "average"),
+                [series, node, Arg::Literal(Literal::Str(cb))] => (series, node, cb.as_str()),
+                _ => return None,
+            };
+            group = Group::Nodes(vec![node_literal(node)?]);
+            let (name, func, single) = callback(cb, functions)?;
+            (name, func, single, std::slice::from_ref(series))
+        }
+        "groupByNodes" => {
+            let [series, Arg::Literal(Literal::Str(cb)), nodes @ ..] = call.args.as_slice() else {
+                return None;
+            };
+            let nodes: Option<Vec<Value>> = nodes.iter().map(node_literal).collect();
+            group = Group::Nodes(nodes?);
+            let (name, func, single) = callback(cb, functions)?;
+            (name, func, single, std::slice::from_ref(series))
+        }
         "aggregate" => {
             let [series, Arg::Literal(Literal::Str(raw)), rest @ ..] = call.args.as_slice() else {
                 return None;
@@ -69,20 +194,9 @@ pub(super) fn plan<'c>(call: &'c Call, functions: &Registry) -> Option<Plan<'c>>
             static_name(func)?;
             (name, Some(func), false, std::slice::from_ref(series))
         }
-        "countSeries" => ("count", None, false, call.args.as_slice()),
         name => {
-            let func = match name {
-                "sumSeries" => AggFunc::Sum,
-                "averageSeries" => AggFunc::Average,
-                "minSeries" => AggFunc::Min,
-                "maxSeries" => AggFunc::Max,
-                "diffSeries" => AggFunc::Diff,
-                "multiplySeries" => AggFunc::Multiply,
-                "rangeOfSeries" => AggFunc::Range,
-                _ => return None,
-            };
-            let single = func == AggFunc::Multiply;
-            (static_name(func)?, Some(func), single, call.args.as_slice())
+            let (name, func, single) = series_function(name)?;
+            (name, func, single, call.args.as_slice())
         }
     };
     let [series] = args else { return None };
@@ -100,6 +214,7 @@ pub(super) fn plan<'c>(call: &'c Call, functions: &Registry) -> Option<Plan<'c>>
                     single_as_is,
                     pattern,
                     chain,
+                    group,
                 });
             }
             Arg::Expr(Expr::Call(inner))
@@ -171,11 +286,11 @@ impl Session<'_> {
         .unwrap_or_else(|| self.x_files_factor(ctx));
 
         let (names, _) = self.leaves(std::slice::from_ref(&plan.pattern))?;
-        let mut step: Option<i64> = None;
+        // per group (in order of first appearance): the step to read it at, learnt
+        // by the pass before (`None` at first: the step of its first series)
+        let mut steps: HashMap<String, i64> = HashMap::new();
         for _ in 0..MAX_PASSES {
-            let mut fold: Option<Fold> = None;
-            let mut all_steps: Option<i64> = None;
-            let mut valid = true;
+            let mut groups = Groups::default();
             let mut again = false;
             for chunk in names.chunks(CHUNK) {
                 let mut series = self.fetch_leaves(ctx, &plan.pattern, chunk)?;
@@ -185,52 +300,106 @@ impl Session<'_> {
                     series = call_function(self, ctx, &inner.name, args)?;
                 }
                 for s in series {
-                    all_steps = match all_steps {
-                        None => Some(s.step),
-                        Some(l) => lcm(l, s.step),
+                    let g = groups.of(plan.group.key(&s));
+                    g.all_steps = match g.all_steps {
+                        None => Some(Some(s.step).filter(|&l| l > 0)),
+                        Some(l) => Some(l.and_then(|l| lcm(l, s.step))),
                     };
-                    if all_steps.is_none_or(|l| l <= 0) {
-                        // graphite-web's normalize fails: no answer at all
-                        valid = false;
-                    }
-                    if !valid || again {
+                    if g.failed || g.all_steps == Some(None) {
+                        // graphite-web's normalize fails: the group has no answer
+                        g.failed = true;
+                        g.fold = None;
                         continue;
                     }
-                    if fold.is_none() {
-                        let Some(f) = Fold::new(plan.func_name, plan.func, step.unwrap_or(s.step))
-                        else {
-                            valid = false;
+                    if g.stale {
+                        continue;
+                    }
+                    if g.fold.is_none() {
+                        let step = steps.get(&g.key).copied().unwrap_or(s.step);
+                        let Some(f) = Fold::new(plan.func_name, plan.func, step) else {
+                            g.failed = true;
                             continue;
                         };
-                        fold = Some(if plan.single_as_is {
+                        g.fold = Some(if plan.single_as_is {
                             f.single_as_is()
                         } else {
                             f
                         });
                     }
-                    if let Some(f) = fold.as_mut() {
+                    if let Some(f) = g.fold.as_mut() {
                         if !f.add(s) {
+                            // a step that does not divide the one read at: this group
+                            // is read again once all its steps are known
+                            g.stale = true;
+                            g.fold = None;
                             again = true;
-                            fold = None;
                         }
                     }
                 }
             }
-            if !valid {
-                return Ok(Value::SeriesList(Vec::new()));
-            }
             if again {
-                step = all_steps;
+                for g in &groups.list {
+                    if let Some(Some(step)) = g.all_steps {
+                        steps.insert(g.key.clone(), step);
+                    }
+                }
                 continue;
             }
-            let out = fold.and_then(|f| f.finish(xff));
-            return Ok(Value::SeriesList(out.into_iter().collect()));
+            let mut out = Vec::with_capacity(groups.list.len());
+            for g in groups.list {
+                let Some(mut result) = g.fold.and_then(|f| f.finish(xff)) else {
+                    continue;
+                };
+                if !matches!(plan.group, Group::One) {
+                    result.name = g.key;
+                }
+                out.push(result);
+            }
+            return Ok(Value::SeriesList(out));
         }
         Err(QueryError::Function {
             function: call.name.clone(),
             message: "the steps of the series kept changing while they were read".to_string(),
             input: false,
         })
+    }
+}
+
+/// One output group while the stream is read.
+struct GroupState {
+    key: String,
+    fold: Option<Fold>,
+    /// The least common multiple of its steps so far (`Some(None)`: none exists).
+    all_steps: Option<Option<i64>>,
+    /// A series' step did not divide the one read at: read again.
+    stale: bool,
+    failed: bool,
+}
+
+#[derive(Default)]
+struct Groups {
+    list: Vec<GroupState>,
+    index: HashMap<String, usize>,
+}
+
+impl Groups {
+    fn of(&mut self, key: String) -> &mut GroupState {
+        let i = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.list.len();
+                self.index.insert(key.clone(), i);
+                self.list.push(GroupState {
+                    key,
+                    fold: None,
+                    all_steps: None,
+                    stale: false,
+                    failed: false,
+                });
+                i
+            }
+        };
+        &mut self.list[i]
     }
 }
 
@@ -381,6 +550,43 @@ mod tests {
                     "aggregate(group(h*.cpu.*),'countSeries')",
                 ),
                 ("sumSeries(nothing.*)", "sumSeries(group(nothing.*))"),
+                (
+                    "sumSeriesWithWildcards(h*.cpu.*,0)",
+                    "sumSeriesWithWildcards(group(h*.cpu.*),0)",
+                ),
+                (
+                    "averageSeriesWithWildcards(h*.cpu.*,0,1)",
+                    "averageSeriesWithWildcards(group(h*.cpu.*),0,1)",
+                ),
+                (
+                    "multiplySeriesWithWildcards(h00*.cpu.*,0)",
+                    "multiplySeriesWithWildcards(group(h00*.cpu.*),0)",
+                ),
+                (
+                    "aggregateWithWildcards(isNonNull(h*.cpu.*),'avg',0)",
+                    "aggregateWithWildcards(group(isNonNull(h*.cpu.*)),'avg',0)",
+                ),
+                ("groupByNode(h*.cpu.*,2)", "groupByNode(group(h*.cpu.*),2)"),
+                (
+                    "groupByNode(h*.cpu.*,2,'sumSeries')",
+                    "groupByNode(group(h*.cpu.*),2,'sumSeries')",
+                ),
+                (
+                    "groupByNode(h00*.cpu.*,0,'multiplySeries')",
+                    "groupByNode(group(h00*.cpu.*),0,'multiplySeries')",
+                ),
+                (
+                    "groupByNode(scale(h*.cpu.*,2),2,'countSeries')",
+                    "groupByNode(group(scale(h*.cpu.*,2)),2,'countSeries')",
+                ),
+                (
+                    "groupByNodes(h*.cpu.*,'max',1,2)",
+                    "groupByNodes(group(h*.cpu.*),'max',1,2)",
+                ),
+                (
+                    "groupByNodes(absolute(h*.cpu.*),'rangeOf',2)",
+                    "groupByNodes(group(absolute(h*.cpu.*)),'rangeOf',2)",
+                ),
             ] {
                 let got = eval(&m, streamed);
                 assert!(

@@ -47,6 +47,7 @@ pub(crate) use aggregation::AggFunc;
 pub(crate) use align::lcm;
 pub(crate) use args::call_function;
 pub(crate) use combine::aggregate::{agg_func, Fold};
+pub(crate) use naming::agg_key;
 
 pub use params::{
     bind, is_agg_func, BoundArgs, DefaultValue, OnFloat, Param, ParamType, AGG_FUNCS,
