@@ -2,7 +2,8 @@
 //! series without holding a million series.
 //!
 //! An aggregating call (`sumSeries`, `averageSeries`, `minSeries`, `maxSeries`,
-//! `diffSeries`, `multiplySeries`, `rangeOfSeries`, `countSeries` with one argument,
+//! `diffSeries`, `multiplySeries`, `rangeOfSeries`, `stddevSeries`, `countSeries` with
+//! one argument,
 //! `aggregate(…, 'func'[, xFilesFactor])` with literal arguments) whose argument is a
 //! path pattern, possibly under per-series functions with literal arguments
 //! (`isNonNull`, `absolute`, `scale`, `offset`, `transformNull`), is not prefetched:
@@ -23,9 +24,9 @@
 //! a callback that is one of the aggregates above or an aggregation name), each group
 //! at the multiple of its own steps.
 //!
-//! `median` and `stddev` (which needs the averages before the deviations),
-//! `groupByTags`, several lists, keyword arguments and `template()` substitutions take
-//! the ordinary path.
+//! `stddev` reads the list twice: the sums first, then the squared deviations from
+//! each row's average. `median` (which needs whole rows), `groupByTags`, several
+//! lists, keyword arguments and `template()` substitutions take the ordinary path.
 
 use std::collections::HashMap;
 
@@ -102,6 +103,7 @@ fn series_function(name: &str) -> Option<(&'static str, Option<AggFunc>, bool)> 
         "diffSeries" => ("diff", Some(AggFunc::Diff), false),
         "multiplySeries" => ("multiply", Some(AggFunc::Multiply), true),
         "rangeOfSeries" => ("rangeOf", Some(AggFunc::Range), false),
+        "stddevSeries" => ("stddev", Some(AggFunc::Stddev), false),
         "countSeries" => ("count", None, false),
         _ => return None,
     })
@@ -248,7 +250,8 @@ fn static_name(func: AggFunc) -> Option<&'static str> {
         AggFunc::Range => "rangeOf",
         AggFunc::Count => "count",
         AggFunc::Last => "last",
-        AggFunc::Median | AggFunc::Stddev => return None,
+        AggFunc::Stddev => "stddev",
+        AggFunc::Median => return None,
     })
 }
 
@@ -345,6 +348,14 @@ impl Session<'_> {
                 }
                 continue;
             }
+            if groups
+                .list
+                .iter_mut()
+                .filter_map(|g| g.fold.as_mut())
+                .fold(false, |any, f| f.second_pass() || any)
+            {
+                self.second_pass(ctx, plan, &names, &mut groups)?;
+            }
             let mut out = Vec::with_capacity(groups.list.len());
             for g in groups.list {
                 let Some(mut result) = g.fold.and_then(|f| f.finish(xff)) else {
@@ -362,6 +373,38 @@ impl Session<'_> {
             message: "the steps of the series kept changing while they were read".to_string(),
             input: false,
         })
+    }
+}
+
+impl Session<'_> {
+    /// The list read again for folds that need it (`stddev`), in the same order.
+    fn second_pass(
+        &mut self,
+        ctx: &RequestContext,
+        plan: &Plan<'_>,
+        names: &[String],
+        groups: &mut Groups,
+    ) -> Result<(), QueryError> {
+        for chunk in names.chunks(CHUNK) {
+            let mut series = self.fetch_leaves(ctx, &plan.pattern, chunk)?;
+            for inner in plan.chain.iter().rev() {
+                let mut args = vec![Value::SeriesList(series)];
+                args.extend(literals(inner.args.get(1..).unwrap_or(&[])));
+                series = call_function(self, ctx, &inner.name, args)?;
+            }
+            for s in series {
+                let key = plan.group.key(&s);
+                if let Some(f) = groups
+                    .index
+                    .get(&key)
+                    .and_then(|&i| groups.list.get_mut(i))
+                    .and_then(|g| g.fold.as_mut())
+                {
+                    f.add_deviations(s);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -529,6 +572,15 @@ mod tests {
                     "rangeOfSeries(group(transformNull(h*.cpu.*,5)))",
                 ),
                 ("countSeries(h*.cpu.*)", "countSeries(group(h*.cpu.*))"),
+                ("stddevSeries(h*.cpu.*)", "stddevSeries(group(h*.cpu.*))"),
+                (
+                    "aggregate(isNonNull(h*.cpu.*),'stddev',0.3)",
+                    "aggregate(group(isNonNull(h*.cpu.*)),'stddev',0.3)",
+                ),
+                (
+                    "groupByNode(h*.cpu.*,2,'stddevSeries')",
+                    "groupByNode(group(h*.cpu.*),2,'stddevSeries')",
+                ),
                 (
                     "aggregate(h*.cpu.*,'avg',0.9)",
                     "aggregate(group(h*.cpu.*),'avg',0.9)",

@@ -173,10 +173,10 @@ pub(crate) struct Fold {
 
 impl Fold {
     /// A fold for `func_name` (after `Series` was stripped; `count` with `func` `None`
-    /// for `countSeries`), reading every series at `step`. `median` and `stddev` need
-    /// rows or a second pass: `None`.
+    /// for `countSeries`), reading every series at `step`. `median` needs whole rows:
+    /// `None`. `stddev` needs the list twice: [`Fold::second_pass`].
     pub(crate) fn new(func_name: &str, func: Option<AggFunc>, step: i64) -> Option<Fold> {
-        if matches!(func, Some(AggFunc::Median | AggFunc::Stddev)) || step <= 0 {
+        if matches!(func, Some(AggFunc::Median)) || step <= 0 {
             return None;
         }
         Some(Fold {
@@ -193,6 +193,26 @@ impl Fold {
             single_as_is: false,
             first: None,
         })
+    }
+
+    /// Whether the list must be read again (`stddev`: the squared deviations from
+    /// each row's average, once the averages are known); if so, the fold now takes
+    /// them, series by series in the same order, through [`Fold::add_deviations`].
+    pub(crate) fn second_pass(&mut self) -> bool {
+        if self.func != Some(AggFunc::Stddev) {
+            return false;
+        }
+        self.columns.start_deviations();
+        true
+    }
+
+    /// A series of the second pass ([`Fold::second_pass`]).
+    pub(crate) fn add_deviations(&mut self, mut series: TimeSeries) {
+        if series.step <= 0 || self.step % series.step != 0 {
+            return;
+        }
+        series.values_per_point = usize::try_from(self.step / series.step).unwrap_or(1);
+        self.columns.add_deviations(&row(&series));
     }
 
     /// A list of one series is answered with that series (`multiplySeries`).
@@ -329,6 +349,8 @@ struct Columns {
     b: Vec<f64>,
     /// a missing value in the row (for `multiply`)
     gap: Vec<bool>,
+    /// the row averages (`stddev`'s second pass)
+    avg: Vec<f64>,
 }
 
 impl Columns {
@@ -340,6 +362,7 @@ impl Columns {
             a: vec![if kind == Kind::Product { 1.0 } else { 0.0 }; len],
             b: vec![0.0; if kind == Kind::Range { len } else { 0 }],
             gap: vec![false; if kind == Kind::Product { len } else { 0 }],
+            avg: Vec::new(),
         }
     }
 
@@ -421,18 +444,28 @@ impl Columns {
     /// `stddev`'s second pass, once the sums are known: `(v - avg) ** 2` of each known
     /// value, summed in row order.
     fn add_squared_deviations<V: AsRef<[Option<f64>]>>(&mut self, views: &[V]) {
-        let avg: Vec<f64> = self
+        self.start_deviations();
+        for view in views {
+            self.add_deviations(view.as_ref());
+        }
+    }
+
+    /// The row averages into `avg`, and `b` zeroed for the deviations.
+    fn start_deviations(&mut self) {
+        self.avg = self
             .a
             .iter()
             .zip(&self.known)
             .map(|(sum, &n)| sum / f64::from(n.max(1)))
             .collect();
-        self.b = vec![0.0; avg.len()];
-        for view in views {
-            for ((dev, avg), v) in self.b.iter_mut().zip(&avg).zip(view.as_ref()) {
-                if let Some(v) = *v {
-                    *dev += (v - avg) * (v - avg);
-                }
+        self.b = vec![0.0; self.avg.len()];
+    }
+
+    /// One series' squared deviations from the row averages.
+    fn add_deviations(&mut self, view: &[Option<f64>]) {
+        for ((dev, avg), v) in self.b.iter_mut().zip(&self.avg).zip(view) {
+            if let Some(v) = *v {
+                *dev += (v - avg) * (v - avg);
             }
         }
     }
