@@ -348,12 +348,12 @@ impl Session<'_> {
                 }
                 continue;
             }
-            if groups
-                .list
-                .iter_mut()
-                .filter_map(|g| g.fold.as_mut())
-                .fold(false, |any, f| f.second_pass() || any)
-            {
+            // every fold is told (no short circuit)
+            let mut twice = false;
+            for f in groups.list.iter_mut().filter_map(|g| g.fold.as_mut()) {
+                twice |= f.second_pass();
+            }
+            if twice {
                 self.second_pass(ctx, plan, &names, &mut groups)?;
             }
             let mut out = Vec::with_capacity(groups.list.len());
