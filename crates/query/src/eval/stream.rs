@@ -31,8 +31,9 @@
 use std::collections::HashMap;
 
 use crate::error::QueryError;
-use crate::functions::{agg_func, bind, call_function, lcm, AggFunc, Fold, Registry};
+use crate::functions::{agg_func, bind, call_function, input_error, lcm, AggFunc, Fold, Registry};
 use crate::grammar::{Arg, Call, Expr, Literal};
+use crate::series::Tags;
 
 use super::{substitute, RequestContext, Session, Substituted, Value};
 
@@ -57,6 +58,9 @@ pub(super) struct Plan<'c> {
     /// `multiplySeries` answers a single series as it is.
     single_as_is: bool,
     pattern: String,
+    /// `seriesByTag(…)`'s expressions, when the series come from it (`pattern` is then
+    /// the call's text, their path expression).
+    tagged: Option<Vec<String>>,
     /// The per-series calls, outermost first.
     chain: Vec<&'c Call>,
     group: Group,
@@ -71,6 +75,14 @@ enum Group {
     Wildcards(Vec<i64>),
     /// `groupByNode(s)`: these nodes (or tags) of the name.
     Nodes(Vec<Value>),
+    /// `groupByTags`: the values of these tags (`tag=value`, sorted), after the `name`
+    /// tag when it is one of them; otherwise the name is added at the end (the list's
+    /// common `name`, or the callback's name).
+    Tags {
+        tags: Vec<String>,
+        by_name: bool,
+        callback: String,
+    },
 }
 
 impl Group {
@@ -88,6 +100,18 @@ impl Group {
                 nodes.join(".")
             }
             Group::Nodes(nodes) => crate::functions::agg_key(s, nodes),
+            Group::Tags { tags, by_name, .. } => {
+                let mut parts: Vec<String> = tags
+                    .iter()
+                    .filter(|t| !by_name || t.as_str() != "name")
+                    .map(|t| format!("{t}={}", s.tags.get(t).unwrap_or("")))
+                    .collect();
+                parts.sort();
+                if *by_name {
+                    parts.insert(0, s.tags.get("name").unwrap_or("").to_string());
+                }
+                parts.join(";")
+            }
         }
     }
 }
@@ -96,8 +120,9 @@ impl Group {
 /// function (`None`: `countSeries`) and whether one series is answered as it is.
 fn series_function(name: &str) -> Option<(&'static str, Option<AggFunc>, bool)> {
     Some(match name {
-        "sumSeries" => ("sum", Some(AggFunc::Sum), false),
-        "averageSeries" => ("average", Some(AggFunc::Average), false),
+        // `sum` and `avg` are graphite-web's short names of the first two
+        "sumSeries" | "sum" => ("sum", Some(AggFunc::Sum), false),
+        "averageSeries" | "avg" => ("average", Some(AggFunc::Average), false),
         "minSeries" => ("min", Some(AggFunc::Min), false),
         "maxSeries" => ("max", Some(AggFunc::Max), false),
         "diffSeries" => ("diff", Some(AggFunc::Diff), false),
@@ -176,6 +201,27 @@ pub(super) fn plan<'c>(call: &'c Call, functions: &Registry) -> Option<Plan<'c>>
             let (name, func, single) = callback(cb, functions)?;
             (name, func, single, std::slice::from_ref(series))
         }
+        "groupByTags" => {
+            let [series, Arg::Literal(Literal::Str(cb)), tags @ ..] = call.args.as_slice() else {
+                return None;
+            };
+            let tags: Option<Vec<String>> = tags
+                .iter()
+                .map(|t| match t {
+                    Arg::Literal(Literal::Str(t)) => Some(t.clone()),
+                    _ => None,
+                })
+                .collect();
+            let tags = tags.filter(|t| !t.is_empty())?;
+            let by_name = tags.iter().any(|t| t == "name");
+            group = Group::Tags {
+                tags,
+                by_name,
+                callback: cb.clone(),
+            };
+            let (name, func, single) = callback(cb, functions)?;
+            (name, func, single, std::slice::from_ref(series))
+        }
         "groupByNodes" => {
             let [series, Arg::Literal(Literal::Str(cb)), nodes @ ..] = call.args.as_slice() else {
                 return None;
@@ -215,6 +261,29 @@ pub(super) fn plan<'c>(call: &'c Call, functions: &Registry) -> Option<Plan<'c>>
                     func,
                     single_as_is,
                     pattern,
+                    tagged: None,
+                    chain,
+                    group,
+                });
+            }
+            Arg::Expr(Expr::Call(inner))
+                if inner.name == "seriesByTag" && inner.kwargs.is_empty() =>
+            {
+                // as `series_by_tag`: the string arguments only
+                let exprs = inner
+                    .args
+                    .iter()
+                    .filter_map(|a| match a {
+                        Arg::Literal(Literal::Str(s)) => Some(s.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                return Some(Plan {
+                    func_name,
+                    func,
+                    single_as_is,
+                    pattern: inner.raw.as_str().to_string(),
+                    tagged: Some(exprs),
                     chain,
                     group,
                 });
@@ -288,13 +357,18 @@ impl Session<'_> {
         }
         .unwrap_or_else(|| self.x_files_factor(ctx));
 
-        let (names, _) = self.leaves(std::slice::from_ref(&plan.pattern))?;
+        let names = match &plan.tagged {
+            Some(exprs) => self.source.find_tagged(exprs)?,
+            None => self.leaves(std::slice::from_ref(&plan.pattern))?.0,
+        };
         // per group (in order of first appearance): the step to read it at, learnt
         // by the pass before (`None` at first: the step of its first series)
         let mut steps: HashMap<String, i64> = HashMap::new();
         for _ in 0..MAX_PASSES {
             let mut groups = Groups::default();
             let mut again = false;
+            // groupByTags: the `name` tag of every series so far, if they agree
+            let mut common_name: Option<Option<String>> = None;
             for chunk in names.chunks(CHUNK) {
                 let mut series = self.fetch_leaves(ctx, &plan.pattern, chunk)?;
                 for inner in plan.chain.iter().rev() {
@@ -303,6 +377,14 @@ impl Session<'_> {
                     series = call_function(self, ctx, &inner.name, args)?;
                 }
                 for s in series {
+                    if matches!(plan.group, Group::Tags { by_name: false, .. }) {
+                        let name = s.tags.get("name").unwrap_or("");
+                        common_name = match common_name {
+                            None => Some(Some(name.to_string())),
+                            Some(Some(n)) if n == name => Some(Some(n)),
+                            Some(_) => Some(None),
+                        };
+                    }
                     let g = groups.of(plan.group.key(&s));
                     g.all_steps = match g.all_steps {
                         None => Some(Some(s.step).filter(|&l| l > 0)),
@@ -361,8 +443,35 @@ impl Session<'_> {
                 let Some(mut result) = g.fold.and_then(|f| f.finish(xff)) else {
                     continue;
                 };
-                if !matches!(plan.group, Group::One) {
-                    result.name = g.key;
+                match &plan.group {
+                    Group::One => {}
+                    Group::Wildcards(_) | Group::Nodes(_) => result.name = g.key,
+                    Group::Tags {
+                        by_name, callback, ..
+                    } => {
+                        let key = if *by_name {
+                            g.key
+                        } else {
+                            let head = match &common_name {
+                                Some(Some(name)) => name.as_str(),
+                                _ => callback.as_str(),
+                            };
+                            format!("{head};{}", g.key)
+                        };
+                        let tags = Tags::from_name(&key);
+                        if key.contains(';') && tags.len() < 2 {
+                            return Err(input_error(
+                                &call.name,
+                                format!(
+                                    "the group name {key:?} is not a valid tagged name (does \
+                                     every series have the tags?)"
+                                ),
+                            ));
+                        }
+                        result.tags = tags;
+                        result.path_expression = key.clone();
+                        result.name = key;
+                    }
                 }
                 out.push(result);
             }
@@ -602,6 +711,11 @@ mod tests {
                     "aggregate(group(h*.cpu.*),'countSeries')",
                 ),
                 ("sumSeries(nothing.*)", "sumSeries(group(nothing.*))"),
+                ("sum(h*.cpu.*)", "sum(group(h*.cpu.*))"),
+                (
+                    "avg(isNonNull(h*.cpu.*))",
+                    "avg(group(isNonNull(h*.cpu.*)))",
+                ),
                 (
                     "sumSeriesWithWildcards(h*.cpu.*,0)",
                     "sumSeriesWithWildcards(group(h*.cpu.*),0)",
@@ -651,6 +765,99 @@ mod tests {
                     &format!("{streamed} {steps:?}"),
                 );
             }
+        }
+    }
+
+    /// Tagged series in memory; `find_tagged` answers `name=<metric>` and `name=~.*`.
+    struct Tagged(MemorySource);
+
+    impl crate::source::SeriesSource for Tagged {
+        fn find(
+            &self,
+            pattern: &sumi_model::glob::PathPattern,
+        ) -> Result<Vec<crate::source::FindNode>, crate::source::SourceError> {
+            self.0.find(pattern)
+        }
+
+        fn fetch(
+            &self,
+            paths: &[String],
+            from: i64,
+            until: i64,
+            now: i64,
+        ) -> Result<Vec<crate::source::FetchedSeries>, crate::source::SourceError> {
+            self.0.fetch(paths, from, until, now)
+        }
+
+        fn find_tagged(&self, exprs: &[String]) -> Result<Vec<String>, crate::source::SourceError> {
+            let all = self
+                .0
+                .find(&sumi_model::glob::PathPattern::parse("*.*"))?
+                .into_iter()
+                .map(|n| n.path);
+            Ok(match exprs.first().map(String::as_str) {
+                Some("name=~.*") => all.collect(),
+                Some(e) => {
+                    let metric = e.strip_prefix("name=").unwrap_or("").to_string() + ";";
+                    all.filter(|p| p.starts_with(&metric)).collect()
+                }
+                None => Vec::new(),
+            })
+        }
+    }
+
+    #[test]
+    fn streamed_tag_groupings_equal_the_materialised_ones() {
+        let mut m = MemorySource::new();
+        for i in 0..600 {
+            let step = if i % 7 == 3 { 120 } else { 60 };
+            let values: Vec<Option<f64>> = (0..3600 / step)
+                .map(|k| ((i + k) % 5 != 0).then_some(((i * 13 + k * 7) % 97) as f64 / 4.0))
+                .collect();
+            let metric = if i % 4 == 0 { "mem.free" } else { "cpu.load" };
+            let name = format!("{metric};dc=dc{};host=h{i:03}", i % 3);
+            m.add(&name, step, 86_400, NOW - 3600, &values);
+        }
+        let m = Tagged(m);
+        for (streamed, materialised) in [
+            (
+                "groupByTags(seriesByTag('name=cpu.load'),'sum','dc')",
+                "groupByTags(group(seriesByTag('name=cpu.load')),'sum','dc')",
+            ),
+            (
+                "groupByTags(seriesByTag('name=~.*'),'averageSeries','dc','name')",
+                "groupByTags(group(seriesByTag('name=~.*')),'averageSeries','dc','name')",
+            ),
+            (
+                "groupByTags(seriesByTag('name=~.*'),'max','dc')",
+                "groupByTags(group(seriesByTag('name=~.*')),'max','dc')",
+            ),
+            (
+                "groupByTags(isNonNull(seriesByTag('name=mem.free')),'stddevSeries','host')",
+                "groupByTags(group(isNonNull(seriesByTag('name=mem.free'))),'stddevSeries','host')",
+            ),
+            (
+                "sumSeries(seriesByTag('name=cpu.load'))",
+                "sumSeries(group(seriesByTag('name=cpu.load')))",
+            ),
+        ] {
+            let registry = Registry::standard();
+            let ctx = RequestContext::new(
+                TimeRange {
+                    from: NOW - 3600,
+                    until: NOW,
+                    now: NOW,
+                },
+                chrono_tz::UTC,
+            );
+            let eval = |t: &str| {
+                Evaluator::new(&m, &registry)
+                    .evaluate_targets(&ctx, &[t])
+                    .unwrap_or_else(|e| panic!("{t}: {e}"))
+            };
+            let got = eval(streamed);
+            assert!(!got.is_empty(), "{streamed}");
+            same(&got, &eval(materialised), streamed);
         }
     }
 }

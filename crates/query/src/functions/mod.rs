@@ -45,7 +45,7 @@ mod transform;
 
 pub(crate) use aggregation::AggFunc;
 pub(crate) use align::lcm;
-pub(crate) use args::call_function;
+pub(crate) use args::{call_function, input_error};
 pub(crate) use combine::aggregate::{agg_func, Fold};
 pub(crate) use naming::agg_key;
 
