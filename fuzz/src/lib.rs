@@ -10,8 +10,10 @@
 //! `[[bin]]` in `libfuzzer/Cargo.toml`.
 
 pub mod attime;
+pub mod cluster;
 pub mod codec;
 pub mod glob;
+pub mod import_values;
 pub mod json_bulk;
 pub mod pickle;
 pub mod plaintext;
@@ -41,6 +43,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("wal_segment", wal::wal_segment),
     ("whisper_file", whisper::whisper_file),
     ("rrd_file", rrd::rrd_file),
+    ("cluster_record", cluster::cluster_record),
+    ("import_values", import_values::import_values),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -55,6 +59,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("wal_segment", wal::seeds),
     ("whisper_file", whisper::seeds),
     ("rrd_file", rrd::seeds),
+    ("cluster_record", cluster::seeds),
 ];
 
 /// The target called `name`.

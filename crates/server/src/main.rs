@@ -4,6 +4,7 @@
 //!   shutdown), the library [`sumi_server`].
 //! - `sumi bench`: a carbon plaintext load generator that measures a server.
 //! - `sumi check`: verify (and repair) a data directory offline, see [`check`].
+//! - `sumi import whisper|rrd`: history from whisper or RRD files, see [`import`].
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand};
 use sumi_server::config::{Config, ServeFlags};
 
 mod check;
+mod import;
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +34,10 @@ enum Command {
     /// Verify every checksum of a data directory (no server running); --repair fixes
     /// what can be fixed. Exit status: 0 clean, 1 repaired, 4 damage left.
     Check(check::CheckFlags),
+    /// Import history: whisper trees, RRD files. Exit status: 0 all imported, 1 some
+    /// files or series skipped (listed at the end), 2 the import could not run.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
 }
 
 /// glibc's allocator, chosen by measurement over jemalloc and mimalloc (500,000 series
@@ -63,5 +69,6 @@ fn main() -> Result<()> {
         }
         Command::Bench(args) => sumi_bench::run(*args),
         Command::Check(flags) => std::process::exit(check::run(&flags)),
+        Command::Import(cmd) => std::process::exit(import::run(cmd)),
     }
 }
