@@ -11,11 +11,14 @@
 
 pub mod anomaly;
 pub mod attime;
+pub mod cluster;
 pub mod codec;
 pub mod glob;
+pub mod import_values;
 pub mod json_bulk;
 pub mod pickle;
 pub mod plaintext;
+pub mod relay;
 pub mod remote_write;
 pub mod rrd;
 pub mod tagged;
@@ -42,6 +45,10 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("wal_segment", wal::wal_segment),
     ("whisper_file", whisper::whisper_file),
     ("rrd_file", rrd::rrd_file),
+    ("relay_queue", relay::relay_queue),
+    ("relay_rules", relay::relay_rules),
+    ("cluster_record", cluster::cluster_record),
+    ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
 ];
 
@@ -57,6 +64,8 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("wal_segment", wal::seeds),
     ("whisper_file", whisper::seeds),
     ("rrd_file", rrd::seeds),
+    ("relay_queue", relay::queue_seeds),
+    ("cluster_record", cluster::seeds),
     ("anomaly_state", anomaly::seeds),
 ];
 

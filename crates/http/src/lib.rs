@@ -8,6 +8,7 @@
 //! - [`ingest_api`]: points over HTTP: `/api/v0/tsdb` (JSON bulk), `/api/v1/write`
 //!   (Prometheus remote write).
 //! - [`functions_api`]: `/functions` (the function definitions) and `/version`.
+//! - [`import_api`]: history from `sumi import --url` (`POST /api/v0/import`).
 //! - [`admin_api`]: deleting and renaming series (`/api/v1/series/delete`,
 //!   `/api/v1/series/rename`).
 //! - [`ops`]: `/metrics` in Prometheus text format (without `query`), `/health` and
@@ -30,6 +31,7 @@ pub mod auth;
 pub mod functions_api;
 pub mod growthforecast;
 pub(crate) mod image;
+pub mod import_api;
 pub mod ingest_api;
 pub mod metrics_api;
 pub mod ops;
@@ -82,7 +84,13 @@ pub struct AppState {
     pub http_stats: Arc<reqstats::HttpStats>,
     /// What `/ready` answers; the server marks it ready and stopping.
     pub readiness: Arc<ops::Readiness>,
+    /// More Prometheus text for `/metrics` from stages outside this crate (a cluster
+    /// node's producer and consumer), written after the store's.
+    pub extra_metrics: Vec<MetricsWriter>,
 }
+
+/// Writes Prometheus text lines for `/metrics` (see [`AppState::extra_metrics`]).
+pub type MetricsWriter = Arc<dyn Fn(&mut String) + Send + Sync>;
 
 /// How the HTTP stage is configured (the server's `[http]` and `[auth]` sections).
 #[derive(Clone, Debug)]
@@ -126,9 +134,22 @@ impl AppState {
         gf_series: growthforecast::SeriesRegistry,
         options: HttpOptions,
     ) -> Result<AppState, HttpConfigError> {
+        let sink: Arc<dyn Sink> = store.clone();
+        AppState::with_sink(store, sink, ingest, data_dir, gf_series, options)
+    }
+
+    /// [`AppState::new`] with posted points going to `sink` rather than the store (a
+    /// cluster node's log producer); reads still come from `store`.
+    pub fn with_sink(
+        store: Arc<Store>,
+        sink: Arc<dyn Sink>,
+        ingest: Arc<IngestStats>,
+        data_dir: &Path,
+        gf_series: growthforecast::SeriesRegistry,
+        options: HttpOptions,
+    ) -> Result<AppState, HttpConfigError> {
         let tz = sumi_query::attime::lookup_timezone(&options.timezone)
             .ok_or_else(|| HttpConfigError::TimeZone(options.timezone.clone()))?;
-        let sink: Arc<dyn Sink> = store.clone();
         let gf = growthforecast::Gf::open(data_dir, sink.clone(), gf_series)?;
         Ok(AppState {
             gf,
@@ -143,6 +164,7 @@ impl AppState {
             auth: options.auth,
             http_stats: Arc::new(reqstats::HttpStats::default()),
             readiness: Arc::new(ops::Readiness::default()),
+            extra_metrics: Vec::new(),
         })
     }
 }
@@ -169,6 +191,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/api/v1/write",
             post(ingest_api::remote_write).layer(DefaultBodyLimit::max(ingest_api::MAX_BODY_BYTES)),
+        )
+        .route(
+            "/api/v0/import",
+            post(import_api::import).layer(DefaultBodyLimit::max(import_api::MAX_BODY_BYTES)),
         )
         .route("/functions", any(functions_api::list))
         .route("/functions/", any(functions_api::list))

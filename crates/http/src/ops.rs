@@ -17,6 +17,9 @@ pub fn prometheus(state: &AppState) -> Response {
     let mut text = String::with_capacity(8 * 1024);
     state.ingest.write_prometheus(&mut text);
     state.store.write_prometheus(&mut text);
+    for write in &state.extra_metrics {
+        write(&mut text);
+    }
     state.http_stats.write_prometheus(&mut text);
     state.auth.write_prometheus(&mut text);
     text.push_str("# TYPE sumi_uptime_seconds gauge\n");

@@ -56,8 +56,11 @@ impl Default for QueryLimits {
 pub struct StoreSource {
     store: Arc<Store>,
     limits: QueryLimits,
-    /// Series and points fetched so far through this source.
+    /// Series and points held against the budget: everything fetched, less what
+    /// transient fetches (streaming aggregates) have given back.
     series: AtomicU64,
+    held_points: AtomicU64,
+    /// Points read in all.
     points: AtomicU64,
 }
 
@@ -73,6 +76,7 @@ impl StoreSource {
             store,
             limits,
             series: AtomicU64::new(0),
+            held_points: AtomicU64::new(0),
             points: AtomicU64::new(0),
         }
     }
@@ -149,6 +153,36 @@ impl SeriesSource for StoreSource {
         now: i64,
         each: &mut dyn FnMut(usize, FetchedRef<'_>),
     ) -> Result<(), SourceError> {
+        self.fetch_counted(paths, from, until, now, each)
+            .map(|_| ())
+    }
+
+    fn fetch_each_transient(
+        &self,
+        paths: &[&str],
+        from: i64,
+        until: i64,
+        now: i64,
+        each: &mut dyn FnMut(usize, FetchedRef<'_>),
+    ) -> Result<(), SourceError> {
+        let (series, points) = self.fetch_counted(paths, from, until, now, each)?;
+        // the caller holds none of it any more
+        self.series.fetch_sub(series, Ordering::Relaxed);
+        self.held_points.fetch_sub(points, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl StoreSource {
+    /// `fetch_each`, answering the series and points it drew from the budget.
+    fn fetch_counted(
+        &self,
+        paths: &[&str],
+        from: i64,
+        until: i64,
+        now: i64,
+        each: &mut dyn FnMut(usize, FetchedRef<'_>),
+    ) -> Result<(u64, u64), SourceError> {
         let max_series = self.limits.max_series;
         StoreSource::draw(&self.series, paths.len() as u64, max_series).map_err(|total| {
             SourceError::TooLarge(format!(
@@ -159,7 +193,7 @@ impl SeriesSource for StoreSource {
         })?;
         let plan = self.store.plan_fetch(paths, from, until, now);
         let max_points = self.limits.max_points;
-        StoreSource::draw(&self.points, plan.points(), max_points).map_err(|total| {
+        StoreSource::draw(&self.held_points, plan.points(), max_points).map_err(|total| {
             SourceError::TooLarge(format!(
                 "the targets would read {total} points ({} series from {from} to {until}), \
                  more than the {max_points} one request may read \
@@ -179,6 +213,7 @@ impl SeriesSource for StoreSource {
                 },
             )
         });
-        Ok(())
+        self.points.fetch_add(plan.points(), Ordering::Relaxed);
+        Ok((paths.len() as u64, plan.points()))
     }
 }

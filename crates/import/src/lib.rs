@@ -1,4 +1,5 @@
-//! Readers of the stores sumi imports history from. Nothing here writes.
+//! Readers of the stores sumi imports history from, and the import job over them.
+//! Nothing here writes to a store: the job hands series to a [`job::Target`].
 //!
 //! - [`whisper`]: whisper files (graphite's `whisper.py` 1.1 format): header, archive
 //!   table, points, and `fetch` with whisper's own semantics. Damaged input is a
@@ -7,9 +8,17 @@
 //!   series live under `_tagged/`.
 //! - [`rrd`]: RRD files as RRDtool 1.7 writes them on x86_64 Linux, and `fetch` with
 //!   `rrdtool fetch`'s semantics. Damaged input is an [`rrd::RrdError`].
+//! - [`sources`]: a whisper file or an RRD file as the series it holds, with their
+//!   archives, method and xFilesFactor.
+//! - [`job`]: `sumi import`'s driver: files in parallel, a state file to resume,
+//!   progress on stderr, a summary.
+//! - [`values`]: the text form of an archive's values in `POST /api/v0/import`.
 //!
 //! Format notes: `docs/format/whisper.md`, `docs/format/rrd.md`.
 
 pub mod carbon;
+pub mod job;
 pub mod rrd;
+pub mod sources;
+pub mod values;
 pub mod whisper;

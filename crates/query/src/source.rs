@@ -114,4 +114,20 @@ pub trait SeriesSource: Send + Sync {
         }
         Ok(())
     }
+
+    /// [`fetch_each`](Self::fetch_each) for a caller that holds nothing of these
+    /// answers once it has folded them (a streaming aggregate reading a glob a chunk
+    /// at a time): a source with a per-request budget counts them only while the call
+    /// runs, so that the budget bounds what a request holds at once rather than what
+    /// it reads in all. The default is `fetch_each`.
+    fn fetch_each_transient(
+        &self,
+        paths: &[&str],
+        from: i64,
+        until: i64,
+        now: i64,
+        each: &mut dyn FnMut(usize, FetchedRef<'_>),
+    ) -> Result<(), SourceError> {
+        self.fetch_each(paths, from, until, now, each)
+    }
 }

@@ -122,7 +122,11 @@ pub fn render_msgpack(series: &[TimeSeries]) -> Rendered {
     for s in series {
         w.map(9);
         w.str("name");
-        w.str(&s.name);
+        if s.name_is_none() {
+            w.nil();
+        } else {
+            w.str(&s.name);
+        }
         w.str("start");
         w.int(s.start);
         w.str("end");
@@ -139,7 +143,11 @@ pub fn render_msgpack(series: &[TimeSeries]) -> Rendered {
             }
         }
         w.str("pathExpression");
-        w.str(&s.path_expression);
+        if s.name_is_none() && s.path_expression == "None" {
+            w.nil();
+        } else {
+            w.str(&s.path_expression);
+        }
         w.str("valuesPerPoint");
         w.int(s.values_per_point as i64);
         w.str("consolidationFunc");

@@ -137,7 +137,11 @@ pub fn render_pickle(series: &[TimeSeries]) -> Rendered {
     for s in series {
         w.begin_dict();
         w.str("name");
-        w.str(&s.name);
+        if s.name_is_none() {
+            w.none();
+        } else {
+            w.str(&s.name);
+        }
         w.str("start");
         w.int(s.start);
         w.str("end");
@@ -154,7 +158,11 @@ pub fn render_pickle(series: &[TimeSeries]) -> Rendered {
         }
         w.end_list();
         w.str("pathExpression");
-        w.str(&s.path_expression);
+        if s.name_is_none() && s.path_expression == "None" {
+            w.none();
+        } else {
+            w.str(&s.path_expression);
+        }
         w.str("valuesPerPoint");
         w.int(s.values_per_point as i64);
         w.str("consolidationFunc");

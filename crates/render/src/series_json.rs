@@ -268,10 +268,16 @@ fn write_series(w: &mut JsonWriter, s: &TimeSeries, window: Window, no_null_poin
         }
     }
     w.begin_object();
+    let unnamed = s.name_is_none();
     w.key("target");
-    w.string(&s.name);
+    if unnamed {
+        w.null();
+    } else {
+        w.string(&s.name);
+    }
     w.key("tags");
     w.begin_object();
+    // graphite-web's tags of such a series still hold the string 'None'
     for (k, v) in s.tags.iter() {
         w.key(k);
         w.string(v);

@@ -30,7 +30,10 @@ pub fn render_csv(series: &[TimeSeries], tz: Tz) -> Rendered {
     );
     for s in series {
         let mut name = String::new();
-        csv_field(&mut name, &s.name);
+        // Python's csv module writes None as an empty field
+        if !s.name_is_none() {
+            csv_field(&mut name, &s.name);
+        }
         for (i, value) in s.consolidated().enumerate() {
             let ts = s.start.saturating_add((i as i64).saturating_mul(s.step));
             out.push_str(&name);

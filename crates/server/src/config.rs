@@ -99,6 +99,26 @@
 //! # {host} is this machine's name with dots as "_".
 //! prefix = "sumi.agents.{host}"
 //!
+//! # A node of a cluster on Apache Kafka (docs/cluster.md); absent: a single node.
+//! # [cluster]
+//! # Kafka's bootstrap servers.
+//! # brokers = "127.0.0.1:9092"
+//! # topic = "sumi-points"
+//! # Partitions of the topic (the unit of sharding, fixed for the topic's life): a
+//! # series goes to FNV-1a-64(canonical name) mod partitions.
+//! # partitions = 8
+//! # Kafka replicas of each partition when this node creates the topic; 0: min(3, brokers).
+//! # replication_factor = 0
+//! # "ingest": every protocol is taken in and produced to the log, nothing is stored;
+//! # "storage": the same, and the owned partitions are consumed into this node's engine.
+//! # role = "ingest"
+//! # node_id = 1
+//! # owned_partitions = [0, 1, 2, 3]
+//! # How long the producer gathers records (ms), and how long an append waits for
+//! # Kafka's acknowledgement before the client is told to retry (ms).
+//! # linger_ms = 5
+//! # append_timeout_ms = 10000
+//!
 //! [log]
 //! # tracing filter, e.g. "info" or "sumi=debug,info"; RUST_LOG wins when set.
 //! level = "info"
@@ -135,6 +155,7 @@ pub(crate) struct FileConfig {
     pub(crate) selfmon: SelfmonSection,
     #[serde(default)]
     pub(crate) log: LogSection,
+    pub(crate) cluster: Option<sumi_cluster::ClusterConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -342,6 +363,18 @@ pub struct ServeFlags {
     pub(crate) no_selfmon: bool,
 }
 
+impl ServeFlags {
+    /// Only the config file and the data directory, as other subcommands (`sumi
+    /// import`) take them; the rest from the file or the defaults.
+    pub fn files(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> ServeFlags {
+        ServeFlags {
+            config,
+            data_dir,
+            ..ServeFlags::default()
+        }
+    }
+}
+
 /// The validated configuration: [`Config::load`] for `sumi serve`,
 /// [`Config::for_tests`] for a server run in-process.
 #[derive(Debug, Clone)]
@@ -373,6 +406,8 @@ pub struct Config {
     pub(crate) selfmon: SelfmonOptions,
     /// Things worth saying once logging is up (such as a token file others can read).
     pub(crate) warnings: Vec<String>,
+    /// A node of a cluster on Kafka (`[cluster]`); `None`: a single node.
+    pub(crate) cluster: Option<sumi_cluster::ClusterConfig>,
 }
 
 impl Default for Config {
@@ -401,6 +436,7 @@ impl Default for Config {
             auth: Arc::new(Auth::disabled()),
             selfmon: SelfmonOptions::default(),
             warnings: Vec::new(),
+            cluster: None,
         }
     }
 }
@@ -437,6 +473,11 @@ impl Config {
             http_addr: any_port,
             ..Config::default()
         }
+    }
+
+    /// The store's directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
     }
 
     /// What the HTTP stage is built with.
@@ -512,6 +553,10 @@ impl Config {
         };
         c.auth = Arc::new(auth_from(file.auth, &mut c.warnings)?);
         c.selfmon = selfmon_from(file.selfmon)?;
+        if let Some(cluster) = file.cluster {
+            cluster.validate().map_err(anyhow::Error::msg)?;
+            c.cluster = Some(cluster);
+        }
 
         if let Some(d) = &flags.data_dir {
             c.data_dir = d.clone();
@@ -660,6 +705,48 @@ mod tests {
         assert_eq!(c.data_dir, PathBuf::from("/var/lib/sumi"));
         assert_eq!(c.carbon_addr.to_string(), "0.0.0.0:2003");
         assert_eq!(c.http_addr.to_string(), "127.0.0.1:9090");
+    }
+
+    #[test]
+    fn cluster_section_parsed_and_checked() {
+        let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
+        assert!(c.cluster.is_none());
+        let file: FileConfig = toml::from_str(
+            "[cluster]\nbrokers = \"127.0.0.1:9092\"\npartitions = 4\nrole = \"storage\"\nnode_id = 2\nowned_partitions = [1, 3]\n",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
+        let cl = c.cluster.unwrap();
+        assert_eq!(cl.role, sumi_cluster::Role::Storage);
+        assert_eq!(cl.topic, "sumi-points");
+        assert_eq!((cl.partitions, cl.node_id), (4, 2));
+        assert_eq!(cl.owned_partitions, vec![1, 3]);
+        for (text, says) in [
+            (
+                "brokers = \"b:1\"\nrole = \"storage\"\n",
+                "owned_partitions is empty",
+            ),
+            (
+                "brokers = \"b:1\"\npartitions = 2\nrole = \"storage\"\nowned_partitions = [2]\n",
+                "names 2",
+            ),
+            (
+                "brokers = \"b:1\"\nrole = \"ingest\"\nowned_partitions = [0]\n",
+                "owns none",
+            ),
+            (
+                "brokers = \"b:1\"\nrole = \"ingest\"\npartitions = 0\n",
+                "partitions is 0",
+            ),
+        ] {
+            let file: FileConfig = toml::from_str(&format!("[cluster]\n{text}")).unwrap();
+            let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
+            assert!(e.to_string().contains(says), "{text}: {e}");
+        }
+        assert!(
+            toml::from_str::<FileConfig>("[cluster]\nbrokers = \"b:1\"\nrole = \"relay\"\n")
+                .is_err()
+        );
     }
 
     #[test]

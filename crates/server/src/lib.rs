@@ -31,6 +31,7 @@ use tracing::{info, warn};
 
 pub use bind::{Addrs, Listeners};
 pub use config::Config;
+pub use wire::store_options;
 
 use config::LogFormat;
 
@@ -45,7 +46,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     let (store, gf_series) = wire::open_store(&config).await?;
-    let running = wire::start(listeners, &config, store, gf_series)?;
+    let cluster = wire::open_cluster(&config, &store).await?;
+    let running = wire::start(listeners, &config, store, gf_series, cluster)?;
     shutdown.await;
     running.shutdown().await
 }

@@ -4,6 +4,8 @@
 //!   shutdown), the library [`sumi_server`].
 //! - `sumi bench`: a carbon plaintext load generator that measures a server.
 //! - `sumi check`: verify (and repair) a data directory offline, see [`check`].
+//! - `sumi relay`: a carbon-compatible relay with on-disk queues, [`sumi_relay`].
+//! - `sumi import whisper|rrd`: history from whisper or RRD files, see [`import`].
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -11,6 +13,7 @@ use clap::{Parser, Subcommand};
 use sumi_server::config::{Config, ServeFlags};
 
 mod check;
+mod import;
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +35,23 @@ enum Command {
     /// Verify every checksum of a data directory (no server running); --repair fixes
     /// what can be fixed. Exit status: 0 clean, 1 repaired, 4 damage left.
     Check(check::CheckFlags),
+    /// Relay carbon plaintext and pickle to carbon destinations and sumi, placed as
+    /// carbon places them, through an on-disk queue per destination (docs/relay.md).
+    Relay(RelayFlags),
+    /// Import history: whisper trees, RRD files. Exit status: 0 all imported, 1 some
+    /// files or series skipped (listed at the end), 2 the import could not run.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
+}
+
+#[derive(clap::Args)]
+struct RelayFlags {
+    /// The relay's TOML configuration (docs/relay.md).
+    #[arg(long)]
+    config: std::path::PathBuf,
+    /// Once listening, write the bound addresses here as JSON (for scripts and tests).
+    #[arg(long)]
+    ready_file: Option<std::path::PathBuf>,
 }
 
 /// glibc's allocator, chosen by measurement over jemalloc and mimalloc (500,000 series
@@ -63,5 +83,18 @@ fn main() -> Result<()> {
         }
         Command::Bench(args) => sumi_bench::run(*args),
         Command::Check(flags) => std::process::exit(check::run(&flags)),
+        Command::Relay(flags) => {
+            let mut config = sumi_relay::Config::load(&flags.config).map_err(anyhow::Error::msg)?;
+            config.ready_file = flags.ready_file;
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                )
+                .with_writer(std::io::stderr)
+                .init();
+            Ok(sumi_relay::run_until_signal(config)?)
+        }
+        Command::Import(cmd) => std::process::exit(import::run(cmd)),
     }
 }

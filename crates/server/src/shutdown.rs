@@ -36,6 +36,22 @@ impl Running {
         }
         info!(secs = step.elapsed().as_secs_f64(), "ingest drained");
 
+        if let Some(cluster) = self.cluster {
+            // what ingest handed the producer is acknowledged already; the consumer
+            // applies no more and checkpoints its offsets before the store closes
+            let step = Instant::now();
+            let sink = cluster.sink;
+            let consumer = cluster.consumer;
+            let _ = tokio::task::spawn_blocking(move || {
+                sink.flush(Duration::from_secs(10));
+                if let Some(c) = consumer {
+                    c.stop();
+                }
+            })
+            .await;
+            info!(secs = step.elapsed().as_secs_f64(), "cluster node stopped");
+        }
+
         let step = Instant::now();
         let closing = self.store.clone();
         tokio::task::spawn_blocking(move || closing.close())

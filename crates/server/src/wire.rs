@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use axum::serve::ListenerExt as _;
+use sumi_cluster::{KafkaSink, Role, StorageConsumer};
 use sumi_http::growthforecast::SeriesRegistry;
 use sumi_http::ops::Readiness;
 use sumi_ingest::{IngestStats, PlaintextOptions};
@@ -31,6 +32,53 @@ pub(crate) struct Running {
     pub(crate) ingest_stop: watch::Sender<bool>,
     pub(crate) http: JoinHandle<std::io::Result<()>>,
     pub(crate) http_stop: watch::Sender<bool>,
+    pub(crate) cluster: Option<ClusterNode>,
+}
+
+/// A cluster node's parts (`[cluster]`): the log producer every ingest path writes to,
+/// and on a storage node the consumer of its owned partitions.
+pub(crate) struct ClusterNode {
+    pub(crate) sink: Arc<KafkaSink>,
+    pub(crate) consumer: Option<StorageConsumer>,
+}
+
+/// With `[cluster]`: makes sure the topic exists, creates the producer and, on a
+/// storage node, starts consuming the owned partitions into `store`.
+pub(crate) async fn open_cluster(
+    config: &Config,
+    store: &Arc<Store>,
+) -> Result<Option<ClusterNode>> {
+    let Some(cc) = config.cluster.clone() else {
+        return Ok(None);
+    };
+    let t0 = Instant::now();
+    let ensure = cc.clone();
+    tokio::task::spawn_blocking(move || {
+        sumi_cluster::ensure_topic(&ensure, std::time::Duration::from_secs(60))
+    })
+    .await
+    .context("checking the kafka topic")?
+    .with_context(|| format!("kafka topic {} at {}", cc.topic, cc.brokers))?;
+    let sink = Arc::new(
+        KafkaSink::new(&cc, Arc::new(SystemClock)).context("creating the kafka producer")?,
+    );
+    let consumer = match cc.role {
+        Role::Ingest => None,
+        Role::Storage => Some(StorageConsumer::start(
+            &cc,
+            store.clone(),
+            &config.data_dir,
+        )?),
+    };
+    info!(
+        role = ?cc.role,
+        topic = %cc.topic,
+        partitions = cc.partitions,
+        owned = ?cc.owned_partitions,
+        secs = t0.elapsed().as_secs_f64(),
+        "cluster node started"
+    );
+    Ok(Some(ClusterNode { sink, consumer }))
 }
 
 /// The rules for new series: carbon's files when given, the built-in ones otherwise.
@@ -49,10 +97,10 @@ fn load_rules(config: &Config) -> Result<SeriesRules> {
     Ok(rules)
 }
 
-/// Opens the store with the configured rules, and the registry of GrowthForecast's
-/// series, whose aggregation the store was opened with.
-pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesRegistry)> {
-    let t0 = Instant::now();
+/// The store's options from the configuration: the rules for new series, fsync,
+/// `max_future_secs` and the storage tuning (what `sumi serve` opens the store with,
+/// before GrowthForecast's aggregation override).
+pub fn store_options(config: &Config) -> Result<StoreOptions> {
     let mut opts = StoreOptions::new(config.data_dir.clone());
     opts.rules = load_rules(config)?;
     opts.fsync = config
@@ -61,6 +109,14 @@ pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesReg
         .map_err(|e| anyhow::anyhow!("storage.fsync: {e}"))?;
     opts.max_future_secs = config.max_future_secs;
     config.storage_tuning.apply(&mut opts);
+    Ok(opts)
+}
+
+/// Opens the store with the configured rules, and the registry of GrowthForecast's
+/// series, whose aggregation the store was opened with.
+pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesRegistry)> {
+    let t0 = Instant::now();
+    let mut opts = store_options(config)?;
     // Series of GrowthForecast graphs roll up by average with xFilesFactor 0.
     let gf_series = SeriesRegistry::new();
     opts.rules.aggregation = opts
@@ -87,6 +143,7 @@ pub(crate) fn start(
     config: &Config,
     store: Arc<Store>,
     gf_series: SeriesRegistry,
+    cluster: Option<ClusterNode>,
 ) -> Result<Running> {
     let addrs = listeners.addrs()?;
     let Listeners {
@@ -113,7 +170,11 @@ pub(crate) fn start(
         allow: config.carbon_allow.clone(),
         ..PlaintextOptions::default()
     };
-    let sink: Arc<dyn sumi_model::Sink> = store.clone();
+    // a cluster node sends every point it takes in to the log; a single node stores it
+    let sink: Arc<dyn sumi_model::Sink> = match &cluster {
+        Some(c) => c.sink.clone(),
+        None => store.clone(),
+    };
     let (ingest_stop, ingest_stopped) = watch::channel(false);
     let mut ingest = Vec::new();
     ingest.push(tokio::spawn(sumi_ingest::serve_tcp(
@@ -143,13 +204,26 @@ pub(crate) fn start(
         ingest_stopped.clone(),
     )));
 
-    let state = sumi_http::AppState::new(
+    let mut state = sumi_http::AppState::with_sink(
         store.clone(),
+        sink.clone(),
         stats.clone(),
         &config.data_dir,
         gf_series,
         config.http_options(),
     )?;
+    if let Some(c) = &cluster {
+        let produce = c.sink.stats();
+        state.extra_metrics.push(Arc::new(move |out: &mut String| {
+            produce.write_prometheus(out)
+        }));
+        if let Some(consumer) = &c.consumer {
+            let consume = consumer.stats();
+            state.extra_metrics.push(Arc::new(move |out: &mut String| {
+                consume.write_prometheus(out)
+            }));
+        }
+    }
     let readiness = state.readiness.clone();
     let http_stats = state.http_stats.clone();
     let (http_stop, mut http_stopped) = watch::channel(false);
@@ -199,6 +273,7 @@ pub(crate) fn start(
         ingest_stop,
         http: http_task,
         http_stop,
+        cluster,
     };
     running.readiness.set_ready();
     announce(config, addrs, udp)?;

@@ -137,3 +137,42 @@ fn big_answers_stream_in_chunks_and_stay_exact() {
     let reparsed: serde_json::Value = serde_json::from_str(&pretty).unwrap();
     assert_eq!(reparsed, json);
 }
+
+/// A streamed aggregate (`sumSeries` of a glob, under per-series functions) holds one
+/// chunk of its series at a time, and the budget counts what is held: the glob alone
+/// is refused, its aggregates are answered, exactly.
+#[test]
+fn streamed_aggregates_count_what_they_hold() {
+    let dir = scratch();
+    let series = 600;
+    let (sumi, end) = start(
+        dir.path(),
+        "max_points_per_query = 6000\nmax_series_per_query = 300\n",
+        series,
+    );
+    let (from, until) = (end - 191, end);
+    let (status, body) = render(&sumi, &["lim.*"], from, until, "json");
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("max_series_per_query"), "{body}");
+
+    // series s holds s + i at point i
+    let base: f64 = (0..series).map(|s| s as f64).sum();
+    let sum = |i: usize| base + (series * i) as f64;
+    let count = |_: usize| series as f64;
+    let max = |i: usize| (series - 1 + i) as f64;
+    let cases: [(&str, &dyn Fn(usize) -> f64); 3] = [
+        ("sumSeries(lim.*)", &sum),
+        ("sumSeries(isNonNull(lim.*))", &count),
+        ("maxSeries(lim.*)", &max),
+    ];
+    for (target, want) in cases {
+        let (status, body) = render(&sumi, &[target], from, until, "json");
+        assert_eq!(status, 200, "{target}: {body}");
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let points = points_of(&json, 0);
+        assert_eq!(points.len(), 20, "{target}");
+        for (i, (v, ts)) in points.iter().enumerate() {
+            assert_eq!((*v, *ts), (want(i), end - 190 + i as i64 * 10), "{target}");
+        }
+    }
+}

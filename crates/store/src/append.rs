@@ -35,7 +35,18 @@ impl Sink for Store {
 impl Store {
     /// [`Sink::append`] with the store's own error.
     pub fn write(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
-        self.inner.append(batch).inspect_err(|e| {
+        self.write_with_now(batch, None)
+    }
+
+    /// [`Store::write`] with `now` in place of the store's clock for placing the points
+    /// (which archive, too old or too new): a node applying a log places each point as
+    /// of when the ingest node took it, whatever the delay since.
+    pub fn write_at(&self, batch: &Batch, now: i64) -> Result<AppendOutcome, StoreError> {
+        self.write_with_now(batch, Some(now))
+    }
+
+    fn write_with_now(&self, batch: &Batch, now: Option<i64>) -> Result<AppendOutcome, StoreError> {
+        self.inner.append(batch, now).inspect_err(|e| {
             let m = &self.inner.metrics;
             match e {
                 StoreError::NewSeriesRate { .. } => &m.new_series_throttled,
@@ -172,7 +183,11 @@ impl Inner {
     /// Rows are applied in WAL order ([`Wal::turn`](crate::wal::Wal::turn)), so that
     /// the later of two writes to one slot wins in the head as on replay; a freeze
     /// waits for every queued record to be applied before it takes the head.
-    pub(crate) fn append(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
+    pub(crate) fn append(
+        &self,
+        batch: &Batch,
+        now: Option<i64>,
+    ) -> Result<AppendOutcome, StoreError> {
         if self.admission.is_closed() {
             return Err(StoreError::Closed);
         }
@@ -191,7 +206,7 @@ impl Inner {
                 "the head holds {held} bytes, four times flush_bytes: flushes are failing or far behind"
             )));
         }
-        let now = self.now();
+        let now = now.unwrap_or_else(|| self.now());
         let mut ids = Vec::with_capacity(batch.len());
         self.resolve(batch, &mut ids)?;
 
@@ -245,8 +260,25 @@ impl Inner {
         if points.is_empty() {
             return Ok(out);
         }
+        self.commit_placed(&points, &classes)?;
+        out.accepted = points.len() as u64;
+        self.metrics
+            .points_stored
+            .fetch_add(out.accepted, Ordering::Relaxed);
+        self.metrics.appends.fetch_add(1, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// Writes points already placed at their level and slot: one WAL record, the
+    /// group commit, then the rows into the head in WAL order. Points older than a
+    /// level's rollup horizon mark their partitions dirty first.
+    pub(crate) fn commit_placed(
+        &self,
+        points: &[WalPoint],
+        classes: &[u16],
+    ) -> Result<(), StoreError> {
         let mut payload = Vec::new();
-        encode_points(&points, &mut payload);
+        encode_points(points, &mut payload);
 
         let (start, lsn) = {
             let mut ap = self.head.lock_append();
@@ -255,7 +287,7 @@ impl Inner {
             }
             // late points into partitions whose rollup has started make them dirty
             let mut roll_changed = false;
-            for (p, &c) in points.iter().zip(&classes) {
+            for (p, &c) in points.iter().zip(classes) {
                 let level = usize::from(p.level);
                 if p.slot < ap.roll.horizon(c, level) {
                     let idx = self.index.read();
@@ -273,17 +305,12 @@ impl Inner {
         // every record takes its turn, applied or not, so that later ones go on
         let turn = self.wal.turn(start, lsn);
         committed?;
-        self.head.push(&turn, &points, &classes);
+        self.head.push(&turn, points, classes);
         drop(turn);
-        out.accepted = points.len() as u64;
-        self.metrics
-            .points_stored
-            .fetch_add(out.accepted, Ordering::Relaxed);
-        self.metrics.appends.fetch_add(1, Ordering::Relaxed);
         if self.head.active_bytes() >= self.opts.flush_bytes {
             self.workers.wake();
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -7,6 +7,9 @@
 //!   once the record is written, in WAL order.
 //! - `admission`: what may refuse a batch before the WAL sees it (closed, disk below
 //!   its reserve, the new-series budget).
+//! - [`Store::import_series`] (`import`): history from whisper or RRD files, each
+//!   source archive written straight to its level (no placement by age), only into
+//!   empty slots, through the same WAL and head.
 //! - `series`: the index (arena-interned names, a hash table, the metric tree) and its
 //!   append-only `series.log`.
 //! - `wal`: segments, group commit, fsync policy, the turns that order the head,
@@ -67,6 +70,7 @@ pub mod failpoint;
 mod flush;
 mod fsutil;
 mod head;
+mod import;
 mod manifest;
 mod metrics;
 mod options;
@@ -87,6 +91,7 @@ pub mod wal;
 mod testutil;
 
 pub use error::StoreError;
+pub use import::ImportOutcome;
 pub use options::{FsyncPolicy, InvalidFsyncPolicy, StoreOptions};
 pub use read::bulk::{FetchPlan, FetchedRef};
 pub use read::Fetched;

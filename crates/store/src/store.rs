@@ -304,6 +304,12 @@ impl Store {
         self.inner.metrics.write_prometheus(&g, out);
     }
 
+    /// Writes what the WAL has queued and fsyncs it (unless the policy is `never`):
+    /// every append that returned before this call is then on disk.
+    pub fn sync_wal(&self) -> Result<(), StoreError> {
+        self.inner.wal.sync()
+    }
+
     /// True while the store takes writes.
     pub fn is_healthy(&self) -> bool {
         self.inner.is_healthy()

@@ -97,6 +97,21 @@ def targets(now):
         ("sumSeries(xFilesFactor(%s,1),%s)" % (F3, F1), "-1h", ()),
         ("averageSeries(%s)" % CPU, "-3h", (("xFilesFactor", "0.6"),)),
         ("sumSeries(%s)" % MIX, "-1h", (("maxDataPoints", "13"), ("xFilesFactor", "0.5"))),
+        # evaluated as a stream by sumi (a chunk of series at a time): every series of
+        # the harness (three schemas, steps of 10 s, 30 s and 1 min, nulls, overflows)
+        # under per-series functions
+        ("sumSeries(isNonNull(diff.*.*.*.*))", "-1h", ()),
+        ("averageSeries(transformNull(diff.*.*.*.*,0))", "-3h", ()),
+        ("maxSeries(absolute(scale(diff.*.*.*.*,-1)))", "-1h", ()),
+        ("aggregate(offset(diff.*.*.*.*,1),'sum',0.5)", "-1d", ()),
+        ("aggregate(diff.*.*.*.*,'avg_zero',0.1)", "-7h", ()),
+        ("countSeries(isNonNull(diff.*.*.*.*))", "-1h", ()),
+        ("multiplySeries(isNonNull(%s))" % F1, "-1h", ()),
+        ("rangeOfSeries(diff.*.*.*.*)", "-7h", ()),
+        ("minSeries(diff.*.*.*.*)", "-2d", (("xFilesFactor", "0.3"),)),
+        ("sumSeriesWithWildcards(isNonNull(diff.*.*.*.*),1,3)", "-3h", ()),
+        ("groupByNode(diff.*.*.*.*,1,'sumSeries')", "-7h", ()),
+        ("groupByNodes(transformNull(diff.*.*.*.*,-1),'max',1,4)", "-1h", ()),
         # ---- pairwise lists ----
         ("sumSeriesLists(%s,%s)" % (CPU, "diff.fine.web0*.cpu.user"), "-1h", ()),
         ("diffSeriesLists(diff.fine.web0{1,2}.cpu.user,diff.mid.app.{alpha,beta}.rate)", "-1h", ()),
@@ -114,6 +129,10 @@ def targets(now):
         ("aggregateWithWildcards(%s,'median',3,4)" % WIDE, "-1d", ()),
         ("sumSeriesWithWildcards(%s)" % CPU, "-1h", ()),
         ("sumSeriesWithWildcards(%s,1)" % NOTHING, "-1h", ()),
+        # a float position (graphite-web 1.1.10 does not enforce parameter types): it
+        # is compared with `in`, so 2.0 is node 2 and 2.5 no node at all
+        ("sumSeriesWithWildcards(%s,2.0)" % CPU, "-1h", ()),
+        ("aggregateWithWildcards(%s,'max',2.5)" % LOADS, "-3h", ()),
         # ---- percentiles, powers, group ----
         ("percentileOfSeries(%s,50)" % CPU, "-1h", ()),
         ("percentileOfSeries(%s,90,true)" % FINE, "-1h", ()),
@@ -206,6 +225,8 @@ def targets(now):
         ("log(%s)" % CPU, "-1h", ()),
         ("log(%s,2)" % NEG, "-1h", ()),
         ("log(%s,3)" % EDGE, "-30min", ()),
+        ("log(%s,2.5)" % CPU, "-1h", ()),  # a float base, as written in the name
+        ("log(%s,10.0)" % NEG, "-1h", ()),
         ("sigmoid(%s)" % NEG, "-1h", ()),
         ("sigmoid(%s)" % "diff.fine.web01.temp.absmax", "-1h", ()),
         ("logit(scale(%s,0.01))" % CPU, "-1h", ()),
@@ -236,6 +257,8 @@ def targets(now):
         # ---- gaps ----
         ("keepLastValue(%s)" % F3, "-1h", ()),
         ("keepLastValue(%s,3)" % SPARSE, "-3h", ()),
+        ("keepLastValue(%s,2.5)" % SPARSE, "-3h", ()),  # compared with a count as it is
+        ("interpolate(%s,1.5)" % SPARSE, "-3h", ()),
         ("keepLastValue(%s)" % MIX, "-1h", ()),
         ("interpolate(%s)" % F3, "-1h", ()),
         ("interpolate(%s,2)" % SPARSE, "-3h", ()),
@@ -282,6 +305,7 @@ def targets(now):
         ("timeShift(sumSeries(%s),'5min')" % CPU, "-1h", ()),
         ("timeShift(%s,'1h')" % NOTHING, "-1h", ()),
         ("timeStack(%s,'10min',0,3)" % F1, "-30min", ()),
+        ("timeStack(%s,'10min',0.9,2.5)" % F1, "-30min", ()),  # int() of each
         ("timeStack(%s,'1h',1,3)" % RATES, "-2h", ()),
         ("timeStack(%s)" % "diff.legacy.host1.load", "-2h", ()),
         ("timeSlice(%s,'%s','%s')" % (CPU, abs_50m, abs_20m), "-1h", ()),
@@ -311,6 +335,10 @@ ERRORS_BOTH = [
     ("weightedAverage(%s,%s)" % (CPU, RATES), "-1h"),
     ("summarize(%s,'5min','sumSeries')" % F1, "-1h"),
     ("log(%s,1)" % F1, "-1h"),  # graphite-web: ZeroDivisionError
+    ("log(%s,1.0)" % F1, "-1h"),  # graphite-web: ZeroDivisionError
+    # a float where an integer is declared, used where Python needs an integer
+    ("round(%s,1.0)" % F1, "-1h"),  # round(x, 1.0): TypeError
+    ("delay(%s,2.0)" % F1, "-1h"),  # a slice index: TypeError
     ("reduceSeries(mapSeries(diff.fine.web0*.cpu.*,2),'asPercent',4,'user','system')", "-1h"),
     ("integralByInterval(%s,'0s')" % F1, "-1h"),
     ("groupByTags(%s,'sum','host')" % CPU, "-1h"),  # no such tag: an invalid name ('sum;host=')
@@ -327,7 +355,6 @@ EXCLUDED = [
      "a series with gaps and minValue: graphite-web compares None < minValue (TypeError)"),
     ("perSecond(%s,100,10)" % COUNTER,
      "a series with gaps and maxValue: graphite-web compares None > maxValue (TypeError)"),
-    ("delay(%s,0)" % F1, "graphite-web answers no values at all (series[:-0] is empty)"),
     ("exp(%s)" % BIG, "math.exp overflows: graphite-web raises OverflowError"),
     ("sigmoid(scale(%s,-1))" % BIG, "math.exp overflows: graphite-web raises OverflowError"),
     ("mapSeries(%s,1)" % CPU, "a list of lists reaches the renderer: graphite-web fails (AttributeError)"),

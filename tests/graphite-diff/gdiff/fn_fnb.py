@@ -209,6 +209,7 @@ def targets(now):
         ("threshold(50,'limit','red')", "-1h", ()),
         ("verticalLine('%s','deploy')" % abs_10m, "-1h", ()),
         ("verticalLine('%s','deploy','blue')" % abs_10m, "-1h", ()),
+        ("verticalLine('%s')" % abs_10m, "-1h", ()),  # no label: the name is None (null)
         # ---- Special ----
         ("cactiStyle(%s)" % RATES, "-3h", ()),
         ("cactiStyle(%s,'si')" % LOADS, "-1h", ()),
@@ -232,6 +233,24 @@ def targets(now):
         ("substr(%s,2)" % RATES, "-1h", ()),
         ("substr(%s,1,3)" % RATES, "-1h", ()),
         ("substr(movingAverage(%s,2),1)" % F1, "-1h", ()),
+        # ---- a negative window: the request shifts forward, the windows slice from the end
+        ("movingAverage(%s,-5)" % F1, "-1h", ()),
+        ("movingSum(%s,-3)" % RATES, "-3h", ()),
+        ("movingWindow(%s,-2,'max',-100)" % CPU, "-1h", ()),  # a negative xFilesFactor lets windows through
+        # ---- a float where an integer is declared: graphite-web 1.1.10 does not enforce
+        # parameter types (ENFORCE_INPUT_VALIDATION is off) and uses the value as written
+        ("dashed(%s,2.5)" % F1, "-1h", ()),
+        ("dashed(%s,3.0)" % RATES, "-1h", ()),
+        ("highest(%s,2.7)" % CPU, "-1h", ()),  # int(n)
+        ("highest(%s,1.5,'max')" % RATES, "-3h", ()),
+        ("lowestAverage(%s,1.9)" % RATES, "-3h", ()),
+        ("highestCurrent(%s,-1.5)" % LOADS, "-1h", ()),
+        ("holtWintersConfidenceBands(diff.legacy.host1.load,1.5)", "-3h", ()),
+        ("sin('s',2.5,30)", "-10min", ()),
+        ("sin('s',1,30.0)", "-10min", ()),  # an integral step works as the integer
+        ("timeFunction('t',300.0)", "-3h", ()),
+        ("substr(%s,1.9,3.2)" % RATES, "-1h", ()),
+        ("movingAverage(%s,2.5)" % F1, "-1h", ()),
         ("events('*')", "-5min", ()),
         ("events('deploy','x')", "-2min", ()),
     ]
@@ -243,6 +262,12 @@ ERRORS_BOTH = [
     ("stdev(%s,-2)" % F1, "-1h"),  # graphite-web: IndexError
     ("areaBetween(%s)" % CPU, "-1h"),  # three series; graphite-web: AssertionError
     ("exclude(%s,'(')" % F1, "-1h"),  # not a regular expression
+    # a float where an integer is declared, used where Python needs an integer
+    ("limit(%s,2.5)" % CPU, "-1h"),  # a slice index: TypeError
+    ("limit(%s,2.0)" % NOTHING, "-1h"),  # even of an empty list
+    ("mostDeviant(%s,1.0)" % CPU, "-1h"),  # a slice index: TypeError
+    ("toUpperCase(%s,1.0)" % F1, "-1h"),  # an isinstance(i, int) assertion
+    ("stdev(%s,5.0)" % F1, "-1h"),  # a list index: TypeError
 ]
 
 # Left out of the exact comparison: graphite-web 1.1.10 fails (or reads the wall
@@ -263,10 +288,8 @@ EXCLUDED = [
      "several series: graphite-web's areaBetween asserts exactly two bands"),
     ("stdev(%s,5)" % EDGE, "squaring 1e308 overflows: graphite-web raises OverflowError"),
     ("mostDeviant(%s,1)" % EDGE, "squaring 1e308 overflows: graphite-web raises OverflowError"),
-    ("verticalLine('%s')", "no label: graphite-web's JSON names the series null, sumi 'None'"),
     ("linearRegression(x,'-2h')", "graphite-web reads relative source times against the wall clock"),
     ("legendValue(x)", "no value type: graphite-web indexes an empty tuple (IndexError)"),
-    ("movingAverage(x,-5)", "a negative window: sumi refuses it, graphite-web shifts the request"),
 ]
 
 

@@ -145,6 +145,10 @@ SERIES_BY_TAG = [
     "groupByTags(seriesByTag('name=~tagged.*','dc!='),'sum','dc')",
     "groupByTags(seriesByTag('name=tagged.cpu'),'average','name')",
     "sumSeries(seriesByTag('dc=west'))",
+    # sumi folds these as a stream, a chunk of series at a time
+    "groupByTags(isNonNull(seriesByTag('name=~tagged.*','dc!=')),'max','dc')",
+    "groupByTags(seriesByTag('name=~tagged.*','dc!='),'averageSeries','dc','name')",
+    "stddevSeries(scale(seriesByTag('name=~tagged.*'),2))",
     "aliasByNode(seriesByTag('name=tagged.disk.used'),1)",
     "seriesByTag('name=tagged.cpu','host=web01')",
 ]

@@ -19,6 +19,7 @@
 use sumi_model::glob::PathPattern;
 
 use crate::error::QueryError;
+use crate::functions::Registry;
 use crate::grammar::{Arg, Expr};
 use crate::series::fetched::replaces;
 use crate::series::{FetchedSet, TimeSeries};
@@ -86,7 +87,7 @@ impl Session<'_> {
     ) -> Result<(), QueryError> {
         let mut uses: Vec<(String, usize)> = Vec::new();
         for e in exprs {
-            collect(e, None, ctx, &mut uses);
+            collect(e, None, ctx, self.functions, &mut uses);
         }
         if uses.is_empty() {
             return Ok(());
@@ -179,7 +180,10 @@ impl Session<'_> {
 
     /// The leaves of every pattern, each distinct path once (sorted), and per pattern
     /// its leaves as indexes into them.
-    fn leaves(&self, patterns: &[String]) -> Result<(Vec<String>, Vec<Vec<u32>>), QueryError> {
+    pub(super) fn leaves(
+        &self,
+        patterns: &[String],
+    ) -> Result<(Vec<String>, Vec<Vec<u32>>), QueryError> {
         let mut leaves_of: Vec<Vec<String>> = Vec::with_capacity(patterns.len());
         for pattern in patterns {
             PathPattern::check(pattern).map_err(|e| SourceError::Invalid(e.to_string()))?;
@@ -197,6 +201,41 @@ impl Session<'_> {
             leaves_of.push(leaves);
         }
         Ok(union_sorted(leaves_of))
+    }
+}
+
+impl Session<'_> {
+    /// The series of `names` (leaves of `pattern`, sorted), built as
+    /// [`Session::fetch`] builds a pattern's series: for streaming evaluation, which
+    /// reads a pattern's leaves a chunk at a time.
+    pub(super) fn fetch_leaves(
+        &self,
+        ctx: &RequestContext,
+        pattern: &str,
+        names: &[String],
+    ) -> Result<Vec<TimeSeries>, QueryError> {
+        let mut answers: Vec<Option<Answer>> = Vec::new();
+        answers.resize_with(names.len(), || None);
+        let paths: Vec<&str> = names.iter().map(String::as_str).collect();
+        // the caller folds these series and drops them before it reads the next chunk
+        self.source
+            .fetch_each_transient(&paths, ctx.from, ctx.until, ctx.now, &mut |i, f| {
+                if let Some(slot) = answers.get_mut(i) {
+                    Answer::keep_more_complete(slot, f);
+                }
+            })?;
+        let xff = self.x_files_factor(ctx);
+        Ok(names
+            .iter()
+            .zip(answers)
+            .filter_map(|(name, a)| {
+                let a = a?;
+                let mut s = TimeSeries::new(name.clone(), a.start, a.end, a.step, a.values);
+                s.path_expression = pattern.to_string();
+                s.x_files_factor = xff;
+                Some(s)
+            })
+            .collect())
     }
 }
 
@@ -287,12 +326,13 @@ fn collect(
     expr: &Expr,
     replacements: Option<&Replacements>,
     ctx: &RequestContext,
+    functions: &Registry,
     uses: &mut Vec<(String, usize)>,
 ) {
     match expr {
         Expr::Template(t) => {
             let own = Replacements::for_template(t, ctx);
-            collect(&t.inner, Some(&own), ctx, uses);
+            collect(&t.inner, Some(&own), ctx, functions, uses);
         }
         Expr::Path(path) => {
             if let Ok(Substituted::Pattern(p)) = substitute(path, replacements) {
@@ -306,10 +346,14 @@ fn collect(
             if call.name == "seriesByTag" {
                 return;
             }
+            // an aggregate evaluated as a stream reads its glob itself, a chunk at a time
+            if replacements.is_none() && super::stream::plan(call, functions).is_some() {
+                return;
+            }
             let kwargs = call.kwargs.iter().map(|(_, a)| a);
             for arg in call.args.iter().chain(kwargs) {
                 if let Arg::Expr(e) = arg {
-                    collect(e, replacements, ctx, uses);
+                    collect(e, replacements, ctx, functions, uses);
                 }
             }
         }

@@ -12,6 +12,7 @@
 //! as in graphite-web; a target that yields a non-empty constant is an error.
 
 mod fetch;
+mod stream;
 mod tags;
 mod targets;
 mod template;
@@ -193,6 +194,11 @@ impl<'a> Session<'a> {
             }
             "seriesByTag" => return self.series_by_tag(ctx, call),
             _ => {}
+        }
+        if replacements.is_none() {
+            if let Some(plan) = stream::plan(call, self.functions) {
+                return self.stream_aggregate(ctx, call, &plan);
+            }
         }
         let Some(def) = self.functions.get(&call.name).copied() else {
             return Err(QueryError::UnknownFunction {

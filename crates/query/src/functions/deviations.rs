@@ -105,10 +105,40 @@ fn percentile_filters_skip_nulls_and_missing_averages() {
     assert!(names(&got).contains(&"s.empty"), "{:?}", names(&got));
 }
 
+/// A negative window, as graphite-web 1.1.10 answers it: the bootstrap starts
+/// `-n` steps later, the answer `-n` steps earlier, and window `i` is Python's
+/// `series[i + n:i]` (from the end while `i < 0`, then empty), aggregated only when
+/// `known / n >= xFilesFactor`, which a negative count passes only for a negative
+/// xFilesFactor.
+#[test]
+fn negative_windows_slice_from_the_end_as_in_graphite_web() {
+    let plain = eval(&source(), "s.a", -600 + 300).unwrap().remove(0);
+    let known: Vec<f64> = plain.values.iter().flatten().copied().collect();
+    assert!(known.len() > 3, "the test needs known values");
+
+    let got = eval(&source(), "movingAverage(s.a,-5)", -600)
+        .unwrap()
+        .remove(0);
+    assert_eq!(got.name, "movingAverage(s.a,-5)");
+    assert_eq!(got.start, plain.start - 5 * plain.step);
+    assert_eq!(got.values.len(), plain.values.len() + 5);
+    assert!(got.values.iter().all(Option::is_none));
+
+    let got = eval(&source(), "movingWindow(s.a,-2,'sum',-100)", -600 + 120)
+        .unwrap()
+        .remove(0);
+    let plain = eval(&source(), "s.a", -600 + 240).unwrap().remove(0);
+    let len = plain.values.len();
+    assert_eq!(got.values.len(), len + 2);
+    // i = -1: series[1:-1]; from i = 0 on every window is empty
+    let inner: f64 = plain.values[1..len - 1].iter().flatten().sum();
+    assert_eq!(got.values[0], Some(inner));
+    assert!(got.values[1..].iter().all(Option::is_none));
+}
+
 #[test]
 fn bad_windows_and_regexes_are_input_errors() {
     for target in [
-        "movingAverage(s.a,-5)",
         "stdev(s.a,-1)",
         "nPercentile(s.a,0)",
         "exclude(s.*,'(')",

@@ -20,7 +20,7 @@ use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
 use crate::functions::aggregation::{percentile, percentile_buf, row, sort_key, AggFunc};
 use crate::functions::args::{eval_target_text, input_error, take_series};
-use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
+use crate::functions::params::{DefaultValue as D, OnFloat, Param, ParamType as T};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
 use crate::py::number::{py_square, py_sum};
 use crate::py::re;
@@ -31,13 +31,17 @@ use crate::series::TimeSeries;
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();
 const N_FLOAT: Param = Param::new("n", T::Float).required();
 const N_INT: Param = Param::new("n", T::Integer).required();
+/// `highest` and its shorthands slice with `int(n)`; `limit` and `mostDeviant` slice with
+/// `n` itself, which fails for a float.
+const N_TRUNCATED: Param = N_INT.on_float(OnFloat::Truncate);
 const OPERATORS: &[&str] = &["!=", "<", "<=", "=", ">", ">="];
 
 static THRESHOLD_PARAMS: [Param; 2] = [SERIES, N_FLOAT];
-static RANK_PARAMS: [Param; 2] = [SERIES, N_INT];
+static RANK_PARAMS: [Param; 2] = [SERIES, N_TRUNCATED];
+static SLICE_PARAMS: [Param; 2] = [SERIES, N_INT];
 static RANK_FUNC_PARAMS: [Param; 3] = [
     SERIES,
-    N_INT,
+    N_TRUNCATED,
     Param::new("func", T::AggFunc).default(D::Str("average")),
 ];
 static FILTER_SERIES_PARAMS: [Param; 4] = [
@@ -182,14 +186,14 @@ pub(crate) static FUNCTIONS: &[FunctionDef] = &[
     ),
     def(
         "mostDeviant",
-        &RANK_PARAMS,
+        &SLICE_PARAMS,
         "The n series with the largest variance.\n\n\
         Series without a known value are left out.",
         most_deviant,
     ),
     def(
         "limit",
-        &RANK_PARAMS,
+        &SLICE_PARAMS,
         "The first n series of the list.",
         limit,
     ),

@@ -16,7 +16,7 @@ use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
 use crate::functions::args::{input_error, take_series};
 use crate::functions::calculate::constant_line;
-use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
+use crate::functions::params::{DefaultValue as D, OnFloat, Param, ParamType as T};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
 use crate::py;
 use crate::py::format::format_g;
@@ -28,7 +28,9 @@ static ALPHA_PARAMS: [Param; 2] = [SERIES, Param::new("alpha", T::Float).require
 static COLOR_PARAMS: [Param; 2] = [SERIES, Param::new("theColor", T::String).required()];
 static DASHED_PARAMS: [Param; 2] = [
     SERIES,
-    Param::new("dashLength", T::Integer).default(D::Int(5)),
+    Param::new("dashLength", T::Integer)
+        .default(D::Int(5))
+        .on_float(OnFloat::Keep),
 ];
 static LINE_WIDTH_PARAMS: [Param; 2] = [SERIES, Param::new("width", T::Float).required()];
 static STACKED_PARAMS: [Param; 2] = [SERIES, Param::new("stack", T::String)];
@@ -170,11 +172,18 @@ fn dashed(
     _: &RequestContext,
     inv: Invocation<'_>,
 ) -> Result<Value, QueryError> {
-    let length = inv.args.int(1).unwrap_or(5);
+    // an integer, or a float as written (graphite-web formats it with `%g`)
+    let (length, shown) = match inv.args.get(1) {
+        Some(Value::Float(x)) => (*x, Value::Float(*x).python_str()),
+        _ => {
+            let n = inv.args.int(1).unwrap_or(5);
+            (n as f64, n.to_string())
+        }
+    };
     Ok(with_options(inv, |s| {
-        s.tags.set("dashed", &length.to_string());
-        s.name = format!("dashed({}, {})", s.name, format_g(length as f64));
-        s.options.dashed = Some(length as f64);
+        s.tags.set("dashed", &shown);
+        s.name = format!("dashed({}, {})", s.name, format_g(length));
+        s.options.dashed = Some(length);
     }))
 }
 
@@ -323,11 +332,12 @@ fn vertical_line(
             format!("timestamp {ts} exists after end of range"),
         ));
     }
-    let label = match inv.args.get(1) {
-        Some(Value::Str(s)) => s.clone(),
-        _ => "None".to_string(),
+    let (label, unnamed) = match inv.args.get(1) {
+        Some(Value::Str(s)) => (s.clone(), false),
+        _ => ("None".to_string(), true),
     };
     let mut line = TimeSeries::new(label, ts, ts, 1, vec![Some(1.0), Some(1.0)]);
+    line.options.unnamed = unnamed;
     line.x_files_factor = session.x_files_factor(ctx);
     line.options.draw_as_infinite = true;
     if let Some(color) = inv.args.str(2).filter(|c| !c.is_empty()) {

@@ -22,12 +22,14 @@ use std::collections::HashMap;
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};
 use crate::functions::args::{eval_first_arg, input_error, take_series};
-use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
+use crate::functions::params::{DefaultValue as D, OnFloat, Param, ParamType as T};
 use crate::functions::{FunctionDef, Invocation};
 use crate::series::TimeSeries;
 
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();
-const DELTA: Param = Param::new("delta", T::Integer).default(D::Int(3));
+const DELTA: Param = Param::new("delta", T::Integer)
+    .default(D::Int(3))
+    .on_float(OnFloat::Keep);
 const BOOTSTRAP: Param = Param::new("bootstrapInterval", T::Interval)
     .default(D::Str("7d"))
     .suggestions(&[D::Str("7d"), D::Str("30d")]);
@@ -243,7 +245,7 @@ fn bands(
     ctx: &RequestContext,
     inv: &Invocation<'_>,
 ) -> Result<Vec<(TimeSeries, TimeSeries)>, QueryError> {
-    let delta = inv.args.int(1).unwrap_or(3) as f64;
+    let delta = inv.args.float(1).unwrap_or(3.0);
     let boot = bootstrap(session, ctx, inv, 2)?;
     let preview = boot.preview;
     let mut out = Vec::with_capacity(boot.runs.len());

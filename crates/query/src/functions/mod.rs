@@ -43,7 +43,15 @@ mod sort;
 mod special;
 mod transform;
 
-pub use params::{bind, is_agg_func, BoundArgs, DefaultValue, Param, ParamType, AGG_FUNCS};
+pub(crate) use aggregation::AggFunc;
+pub(crate) use align::lcm;
+pub(crate) use args::{call_function, input_error};
+pub(crate) use combine::aggregate::{agg_func, Fold};
+pub(crate) use naming::agg_key;
+
+pub use params::{
+    bind, is_agg_func, BoundArgs, DefaultValue, OnFloat, Param, ParamType, AGG_FUNCS,
+};
 
 use std::collections::HashMap;
 

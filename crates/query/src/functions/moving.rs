@@ -172,9 +172,14 @@ enum WindowSize {
 }
 
 /// graphite-web reads `windowSize` as an interval when it is a string and as
-/// `int(windowSize)` otherwise. A negative count makes graphite-web shift the request
-/// forward and slice from the wrong end; sumi refuses it instead.
-fn window_size(inv: &Invocation<'_>, value: &Value) -> Result<WindowSize, QueryError> {
+/// `int(windowSize)` otherwise. A negative count is answered by `movingWindow` and its
+/// shorthands as graphite-web answers it (see [`windows`]); `exponentialMovingAverage`
+/// refuses it (`negative_ok` false).
+fn window_size(
+    inv: &Invocation<'_>,
+    value: &Value,
+    negative_ok: bool,
+) -> Result<WindowSize, QueryError> {
     let points = match value {
         Value::Str(text) => {
             let seconds = crate::attime::parse_time_offset(text)
@@ -194,7 +199,7 @@ fn window_size(inv: &Invocation<'_>, value: &Value) -> Result<WindowSize, QueryE
             ))
         }
     };
-    if points < 0 {
+    if points < 0 && !negative_ok {
         return Err(input_error(
             inv.name,
             format!("windowSize {points} is negative"),
@@ -219,7 +224,7 @@ fn window(
         return Ok(Value::SeriesList(Vec::new()));
     }
     let size_value = inv.args.get(1).cloned().unwrap_or(Value::None);
-    let size = window_size(&inv, &size_value)?;
+    let size = window_size(&inv, &size_value, true)?;
     let agg = AggFunc::from_name(func).ok_or_else(|| {
         input_error(
             inv.name,
@@ -249,29 +254,41 @@ fn window(
         };
         s.tags.set(&tag, &shown);
         let effective_xff = xff.unwrap_or(s.x_files_factor);
-        let values = windows(
-            &s.values,
-            usize::try_from(points).unwrap_or(0),
-            effective_xff,
-            agg,
-        );
+        let values = windows(&s.values, points, effective_xff, agg);
         copy_series(s, name, preview, values)
     });
     Ok(Value::SeriesList(out.collect()))
 }
 
 /// graphite-web's loop: `for i in range(windowPoints + 1, len + 1)`, each window
-/// `series[i - windowPoints:i]` aggregated when enough of it is known.
-fn windows(values: &[Option<f64>], points: usize, xff: f64, agg: AggFunc) -> Vec<Option<f64>> {
-    let len = values.len();
-    let mut out = Vec::with_capacity(len.saturating_sub(points));
-    let mut scratch: Vec<Option<f64>> = Vec::with_capacity(points.min(len));
-    let mut sort_buf: Vec<f64> = Vec::with_capacity(points.min(len));
-    for i in points + 1..=len {
+/// `series[i - windowPoints:i]` aggregated when enough of it is known
+/// (`len(nonNull) / windowPoints >= xFilesFactor`). A negative `windowPoints` is
+/// followed to the letter: Python's slices count negative bounds from the end, so the
+/// first `-windowPoints - 1` windows are `series[i - windowPoints:i]` from the end and
+/// the rest empty; their ratio is negative, so only a negative xFilesFactor lets one
+/// through.
+fn windows(values: &[Option<f64>], points: i64, xff: f64, agg: AggFunc) -> Vec<Option<f64>> {
+    let len = i64::try_from(values.len()).unwrap_or(i64::MAX);
+    let bound = |i: i64| -> usize {
+        let i = if i < 0 { (i + len).max(0) } else { i.min(len) };
+        usize::try_from(i).unwrap_or(0)
+    };
+    let first = points.saturating_add(1);
+    let count = usize::try_from(len.saturating_add(1).saturating_sub(first)).unwrap_or(0);
+    let width = usize::try_from(points.unsigned_abs())
+        .unwrap_or(usize::MAX)
+        .min(values.len());
+    let mut out = Vec::with_capacity(count);
+    let mut scratch: Vec<Option<f64>> = Vec::with_capacity(width);
+    let mut sort_buf: Vec<f64> = Vec::with_capacity(width);
+    for i in first..=len {
         scratch.clear();
-        scratch.extend(values[i - points..i].iter().filter(|v| v.is_some()));
+        let (lo, hi) = (bound(i.saturating_sub(points)), bound(i));
+        if lo < hi {
+            scratch.extend(values[lo..hi].iter().filter(|v| v.is_some()));
+        }
         let known = scratch.len();
-        let enough = known > 0 && points > 0 && (known as f64 / points as f64) >= xff;
+        let enough = known > 0 && points != 0 && (known as f64 / points as f64) >= xff;
         out.push(if enough {
             agg.apply_buf(&scratch, &mut sort_buf)
         } else {
@@ -320,7 +337,7 @@ fn exponential_moving_average(
         return Ok(Value::SeriesList(Vec::new()));
     }
     let size_value = inv.args.get(1).cloned().unwrap_or(Value::None);
-    let size = window_size(&inv, &size_value)?;
+    let size = window_size(&inv, &size_value, false)?;
     let max_step = series.iter().map(|s| s.step).max().unwrap_or(1);
     let (preview, constant) = match size {
         WindowSize::Seconds(s) => (s, 2.0 / (s as f64 + 1.0)),

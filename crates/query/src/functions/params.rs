@@ -5,14 +5,20 @@
 //! parameter when it takes `multiple` values. Keyword arguments may name only the
 //! parameters after the positional ones. Every value is checked (and converted, as
 //! Python would: an integer where a float is expected, `"true"` where a boolean is) by
-//! its parameter's type. sumi always enforces this, as graphite-web does with
-//! `ENFORCE_INPUT_VALIDATION = True`; with its default (`False`) graphite-web only logs
-//! the mismatch and lets the function fail later, usually with a server error.
+//! its parameter's type, as graphite-web does with `ENFORCE_INPUT_VALIDATION = True`.
+//! With graphite-web 1.1.10's default (`False`) a mismatch is only logged and the
+//! function gets the value as written: a float given to an integer parameter is then
+//! truncated by some functions (`int(n)`), used as it is by others (`dashed`'s
+//! length, `log`'s base) and fails in the rest (a list index, `range`, `round`). Each
+//! integer parameter says which with [`OnFloat`], so sumi answers whatever
+//! graphite-web answers, with the value it would use, and refuses (HTTP 400) where
+//! graphite-web fails with a server error.
 
 use crate::attime::parse_time_offset;
 use crate::error::QueryError;
 use crate::eval::Value;
 use crate::py;
+use crate::py::number::py_int;
 
 /// graphite-web's `ParamTypes`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +77,24 @@ pub const AGG_FUNCS: &[&str] = &[
     "multiply", "last", "rangeOf", "avg", "total", "current",
 ];
 
+/// What graphite-web 1.1.10 (input validation off) does with a float given to an
+/// `integer` or `node` parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFloat {
+    /// The function fails (a list index or slice, `range`, `round`, an `isinstance`
+    /// assertion): refused as bad input.
+    Refuse,
+    /// The function calls `int()` on it: truncated toward zero (`highest(x, 2.9)` keeps
+    /// two series).
+    Truncate,
+    /// The function uses the number as it is (a factor, a comparison, a name formatted
+    /// with `%g`): kept as a float, which the function then reads.
+    Keep,
+    /// An integral float (`60.0`) works as the integer; with any other graphite-web's
+    /// answer contradicts itself (the generators' `step`): refused.
+    Integral,
+}
+
 /// A parameter's default, used when the argument is not given at all.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DefaultValue {
@@ -107,6 +131,8 @@ pub struct Param {
     /// Values a client may offer as examples (`/functions` lists them; nothing checks
     /// them).
     pub suggestions: &'static [DefaultValue],
+    /// For `integer` and `node` parameters: what a float becomes.
+    pub on_float: OnFloat,
 }
 
 impl Param {
@@ -119,7 +145,13 @@ impl Param {
             multiple: false,
             options: &[],
             suggestions: &[],
+            on_float: OnFloat::Refuse,
         }
+    }
+
+    pub const fn on_float(mut self, on_float: OnFloat) -> Param {
+        self.on_float = on_float;
+        self
     }
 
     pub const fn required(mut self) -> Param {
@@ -322,10 +354,24 @@ fn check(param: &Param, value: Value, aggregators: &dyn Fn(&str) -> bool) -> Res
             Value::Str(s) => py::float(s).map(Value::Float).ok_or_else(|| bad(&value)),
             _ => Err(bad(&value)),
         },
-        ParamType::Integer | ParamType::Node => integer(&value).ok_or_else(|| bad(&value)),
+        ParamType::Integer | ParamType::Node => integer(&value)
+            .or_else(|| match (&value, param.on_float) {
+                // Python's int() of an infinity or a NaN raises
+                (Value::Float(x), OnFloat::Truncate) if x.is_finite() => {
+                    Some(Value::Int(py_int(*x)))
+                }
+                (Value::Float(_), OnFloat::Keep) => Some(value.clone()),
+                (Value::Float(x), OnFloat::Integral) if x.fract() == 0.0 => {
+                    Some(Value::Int(py_int(*x)))
+                }
+                _ => None,
+            })
+            .ok_or_else(|| bad(&value)),
+        // only `limit` of keepLastValue and interpolate, which compare a count with it:
+        // any float works there as it is
         ParamType::IntOrInf => integer(&value)
             .or_else(|| match &value {
-                Value::Float(x) if *x == f64::INFINITY => Some(value.clone()),
+                Value::Float(_) => Some(value.clone()),
                 Value::Str(s) if py::float(s) == Some(f64::INFINITY) => {
                     Some(Value::Float(f64::INFINITY))
                 }

@@ -19,7 +19,7 @@ use crate::functions::aggregation::{row, AggFunc};
 use crate::functions::alias::substr_name;
 use crate::functions::args::{input_error, take_series};
 use crate::functions::naming::{format_units, UnitSystem};
-use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
+use crate::functions::params::{DefaultValue as D, OnFloat, Param, ParamType as T};
 use crate::functions::{FunctionDef, FunctionImpl, Invocation};
 use crate::py::format::{format_fixed, pad};
 use crate::series::{Consolidation, TimeSeries};
@@ -35,17 +35,27 @@ static FALLBACK_PARAMS: [Param; 2] = [SERIES, Param::new("fallback", T::SeriesLi
 static NAME_PARAMS: [Param; 1] = [Param::new("name", T::String).required()];
 static NAME_STEP_PARAMS: [Param; 2] = [
     Param::new("name", T::String).required(),
-    Param::new("step", T::Integer).default(D::Int(60)),
+    Param::new("step", T::Integer)
+        .default(D::Int(60))
+        .on_float(OnFloat::Integral),
 ];
 static SIN_PARAMS: [Param; 3] = [
     Param::new("name", T::String).required(),
-    Param::new("amplitude", T::Integer).default(D::Int(1)),
-    Param::new("step", T::Integer).default(D::Int(60)),
+    Param::new("amplitude", T::Integer)
+        .default(D::Int(1))
+        .on_float(OnFloat::Keep),
+    Param::new("step", T::Integer)
+        .default(D::Int(60))
+        .on_float(OnFloat::Integral),
 ];
 static SUBSTR_PARAMS: [Param; 3] = [
     SERIES,
-    Param::new("start", T::Node).default(D::Int(0)),
-    Param::new("stop", T::Node).default(D::Int(0)),
+    Param::new("start", T::Node)
+        .default(D::Int(0))
+        .on_float(OnFloat::Truncate),
+    Param::new("stop", T::Node)
+        .default(D::Int(0))
+        .on_float(OnFloat::Truncate),
 ];
 static EVENTS_PARAMS: [Param; 1] = [Param::new("tags", T::String).required().multiple()];
 
@@ -368,7 +378,7 @@ fn sine(
     inv: Invocation<'_>,
 ) -> Result<Value, QueryError> {
     let name = inv.args.str(0).unwrap_or("").to_string();
-    let amplitude = inv.args.int(1).unwrap_or(1) as f64;
+    let amplitude = inv.args.float(1).unwrap_or(1.0);
     let step = inv.args.int(2).unwrap_or(60);
     let values = instants(&inv, ctx, step)?
         .map(|t| Some((t as f64).sin() * amplitude))

@@ -215,7 +215,71 @@ fn special_types() {
         &no_aggregators
     )
     .is_err());
-    assert!(bind("i", &INTS, vec![Value::Float(2.0)], vec![], &no_aggregators).is_err());
+    // graphite-web 1.1.10 (input validation off) compares a count with the float
+    let b = bind("i", &INTS, vec![Value::Float(2.5)], vec![], &no_aggregators).unwrap();
+    assert_eq!(b.get(0), Some(&Value::Float(2.5)));
+}
+
+static FLOAT_FOR_INT: [Param; 4] = [
+    Param::new("refused", ParamType::Integer),
+    Param::new("truncated", ParamType::Node).on_float(crate::functions::OnFloat::Truncate),
+    Param::new("kept", ParamType::Integer).on_float(crate::functions::OnFloat::Keep),
+    Param::new("integral", ParamType::Integer).on_float(crate::functions::OnFloat::Integral),
+];
+
+#[test]
+fn a_float_for_an_integer_is_what_graphite_web_makes_of_it() {
+    let args = |a: f64, b: f64, c: f64| vec![Value::Float(a), Value::Float(b), Value::Float(c)];
+    let none = |b: f64, c: f64| vec![Value::None, Value::Float(b), Value::Float(c)];
+    assert!(bind(
+        "f",
+        &FLOAT_FOR_INT,
+        args(2.0, 1.0, 1.0),
+        vec![],
+        &no_aggregators
+    )
+    .is_err());
+    let b = bind(
+        "f",
+        &FLOAT_FOR_INT,
+        none(-2.9, 2.5),
+        vec![],
+        &no_aggregators,
+    )
+    .unwrap();
+    assert_eq!(
+        b.get(1),
+        Some(&Value::Int(-2)),
+        "int() truncates toward zero"
+    );
+    assert_eq!(b.get(2), Some(&Value::Float(2.5)));
+    let integral = |x: f64| {
+        let args = vec![Value::None, Value::None, Value::None, Value::Float(x)];
+        bind("f", &FLOAT_FOR_INT, args, vec![], &no_aggregators)
+    };
+    assert_eq!(integral(60.0).unwrap().get(3), Some(&Value::Int(60)));
+    assert!(integral(2.5).is_err());
+    // int() of an infinity or a NaN raises in Python
+    for bad in [f64::INFINITY, f64::NAN] {
+        assert!(bind("f", &FLOAT_FOR_INT, none(bad, 1.0), vec![], &no_aggregators).is_err());
+    }
+    // integers and integer strings are unchanged
+    let b = bind(
+        "f",
+        &FLOAT_FOR_INT,
+        vec![Value::Int(3), Value::Str("4".into()), Value::Int(5)],
+        vec![],
+        &no_aggregators,
+    )
+    .unwrap();
+    assert_eq!(
+        (b.get(0), b.get(1), b.get(2)),
+        (
+            Some(&Value::Int(3)),
+            Some(&Value::Int(4)),
+            Some(&Value::Int(5))
+        )
+    );
 }
 
 #[test]

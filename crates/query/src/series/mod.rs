@@ -106,6 +106,15 @@ pub struct TimeSeries {
 }
 
 impl TimeSeries {
+    /// Whether graphite-web's name of this series is Python's `None` rather than a
+    /// string (`verticalLine()` without a label): renderers write `null` (JSON), `None`
+    /// (pickle, msgpack) or an empty field (csv) for it. Functions that format the
+    /// name into another (`"%s" % None`) get `None`, which the name holds; a series
+    /// renamed since keeps its new name.
+    pub fn name_is_none(&self) -> bool {
+        self.options.unnamed && self.name == "None"
+    }
+
     /// A series named `name` with graphite-web's defaults: path expression = name,
     /// tags parsed from the name, average consolidation, xFilesFactor 0, one value per
     /// point.

@@ -30,6 +30,9 @@ pub struct SeriesOptions {
     /// `drawAsInfinite()`, `verticalLine()`: positive values drawn as vertical lines
     /// across the whole plot.
     pub draw_as_infinite: bool,
+    /// `verticalLine()` without a label: graphite-web's series is named `None` (JSON
+    /// `null`); see [`TimeSeries::name_is_none`](crate::series::TimeSeries::name_is_none).
+    pub unnamed: bool,
 }
 
 impl SeriesOptions {

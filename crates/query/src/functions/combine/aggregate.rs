@@ -141,6 +141,160 @@ pub(crate) fn aggregate_views<V: AsRef<[Option<f64>]>>(
     out
 }
 
+/// graphite-web's `aggregate()` (and `countSeries`) fed one series at a time, in the
+/// order of the list, without holding the list: what a streaming evaluation folds a
+/// glob's series into, chunk by chunk. It holds the output's accumulators, the
+/// distinct path expressions (the output's name), the tags common so far and, for
+/// `multiplySeries`, the first series until a second arrives.
+///
+/// Every series is read at `step`, which must be the least common multiple of all the
+/// steps the list will have ([`normalize`]); [`Fold::add`] answers `false` for a
+/// series whose step does not divide it, and the caller starts again with the right
+/// one. Rows then meet their values in list order, as in [`aggregate_views`], so the
+/// answer is bit for bit the same.
+///
+/// [`normalize`]: crate::functions::align::normalize
+pub(crate) struct Fold {
+    func_name: String,
+    /// `None`: `countSeries`.
+    func: Option<AggFunc>,
+    step: i64,
+    span: Option<(i64, i64)>,
+    total: usize,
+    len: usize,
+    columns: Columns,
+    path_expressions: Vec<String>,
+    seen: std::collections::HashSet<String>,
+    tags: Vec<(String, String)>,
+    /// `multiplySeries` of one series answers that series ([`Fold::single_as_is`]).
+    single_as_is: bool,
+    first: Option<TimeSeries>,
+}
+
+impl Fold {
+    /// A fold for `func_name` (after `Series` was stripped; `count` with `func` `None`
+    /// for `countSeries`), reading every series at `step`. `median` needs whole rows:
+    /// `None`. `stddev` needs the list twice: [`Fold::second_pass`].
+    pub(crate) fn new(func_name: &str, func: Option<AggFunc>, step: i64) -> Option<Fold> {
+        if matches!(func, Some(AggFunc::Median)) || step <= 0 {
+            return None;
+        }
+        Some(Fold {
+            func_name: func_name.to_string(),
+            func,
+            step,
+            span: None,
+            total: 0,
+            len: 0,
+            columns: Columns::new(0, func.map_or(Kind::Sum, Kind::of)),
+            path_expressions: Vec::new(),
+            seen: std::collections::HashSet::new(),
+            tags: Vec::new(),
+            single_as_is: false,
+            first: None,
+        })
+    }
+
+    /// Whether the list must be read again (`stddev`: the squared deviations from
+    /// each row's average, once the averages are known); if so, the fold now takes
+    /// them, series by series in the same order, through [`Fold::add_deviations`].
+    pub(crate) fn second_pass(&mut self) -> bool {
+        if self.func != Some(AggFunc::Stddev) {
+            return false;
+        }
+        self.columns.start_deviations();
+        true
+    }
+
+    /// A series of the second pass ([`Fold::second_pass`]).
+    pub(crate) fn add_deviations(&mut self, mut series: TimeSeries) {
+        if series.step <= 0 || self.step % series.step != 0 {
+            return;
+        }
+        series.values_per_point = usize::try_from(self.step / series.step).unwrap_or(1);
+        self.columns.add_deviations(&row(&series));
+    }
+
+    /// A list of one series is answered with that series (`multiplySeries`).
+    pub(crate) fn single_as_is(mut self) -> Fold {
+        self.single_as_is = true;
+        self
+    }
+
+    /// Adds the next series of the list; `false` (and nothing added) when its step
+    /// does not divide the fold's.
+    pub(crate) fn add(&mut self, mut series: TimeSeries) -> bool {
+        if series.step <= 0 || self.step % series.step != 0 {
+            return false;
+        }
+        series.values_per_point = usize::try_from(self.step / series.step).unwrap_or(1);
+        self.span = Some(match self.span {
+            None => (series.start, series.end),
+            Some((start, end)) => (start.min(series.start), end.max(series.end)),
+        });
+        if self.seen.insert(series.path_expression.clone()) {
+            self.path_expressions.push(series.path_expression.clone());
+        }
+        if self.total == 0 {
+            self.tags = series
+                .tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        } else {
+            self.tags
+                .retain(|(k, v)| series.tags.get(k) == Some(v.as_str()));
+        }
+        let view = row(&series);
+        if view.len() > self.len {
+            self.columns.grow(view.len(), self.total > 0);
+            self.len = view.len();
+        }
+        if self.func.is_some() {
+            self.columns.add(&view);
+        }
+        drop(view);
+        self.total += 1;
+        self.first = if self.total == 1 && self.single_as_is {
+            Some(series)
+        } else {
+            None
+        };
+        true
+    }
+
+    /// The aggregate, as [`aggregate`] (or `countSeries`) answers it; `None` when no
+    /// series was added.
+    pub(crate) fn finish(self, xff: f64) -> Option<TimeSeries> {
+        let (start, end) = self.span?;
+        if let Some(first) = self.first {
+            return Some(first);
+        }
+        let step = self.step;
+        let end = end - (end - start).rem_euclid(step);
+        let span = Span { start, end, step };
+        let name = format!(
+            "{}Series({})",
+            self.func_name,
+            self.path_expressions.join(",")
+        );
+        let Some(func) = self.func else {
+            let values = vec![Some(self.total as f64); self.len];
+            return Some(new_series(name, span, values, xff, None));
+        };
+        let values = self.columns.finish(func, self.total, xff);
+        let mut tags = Tags::new();
+        for (k, v) in &self.tags {
+            tags.set(k, v);
+        }
+        if tags.get("name").is_none() {
+            tags.set("name", &name);
+        }
+        tags.set("aggregatedBy", &self.func_name);
+        Some(new_series(name, span, values, xff, Some(tags)))
+    }
+}
+
 /// Rows aggregated together: 2,048 rows of accumulators (24 KiB) fit a first-level cache.
 const BLOCK: usize = 2048;
 
@@ -195,6 +349,8 @@ struct Columns {
     b: Vec<f64>,
     /// a missing value in the row (for `multiply`)
     gap: Vec<bool>,
+    /// the row averages (`stddev`'s second pass)
+    avg: Vec<f64>,
 }
 
 impl Columns {
@@ -206,6 +362,21 @@ impl Columns {
             a: vec![if kind == Kind::Product { 1.0 } else { 0.0 }; len],
             b: vec![0.0; if kind == Kind::Range { len } else { 0 }],
             gap: vec![false; if kind == Kind::Product { len } else { 0 }],
+            avg: Vec::new(),
+        }
+    }
+
+    /// More rows, to `len`; `after_series` when series were added already, all of
+    /// them shorter (for `multiply`, a row they do not reach has a missing value).
+    fn grow(&mut self, len: usize, after_series: bool) {
+        self.known.resize(len, 0);
+        let init = if self.kind == Kind::Product { 1.0 } else { 0.0 };
+        self.a.resize(len, init);
+        if self.kind == Kind::Range {
+            self.b.resize(len, 0.0);
+        }
+        if self.kind == Kind::Product {
+            self.gap.resize(len, after_series);
         }
     }
 
@@ -273,18 +444,28 @@ impl Columns {
     /// `stddev`'s second pass, once the sums are known: `(v - avg) ** 2` of each known
     /// value, summed in row order.
     fn add_squared_deviations<V: AsRef<[Option<f64>]>>(&mut self, views: &[V]) {
-        let avg: Vec<f64> = self
+        self.start_deviations();
+        for view in views {
+            self.add_deviations(view.as_ref());
+        }
+    }
+
+    /// The row averages into `avg`, and `b` zeroed for the deviations.
+    fn start_deviations(&mut self) {
+        self.avg = self
             .a
             .iter()
             .zip(&self.known)
             .map(|(sum, &n)| sum / f64::from(n.max(1)))
             .collect();
-        self.b = vec![0.0; avg.len()];
-        for view in views {
-            for ((dev, avg), v) in self.b.iter_mut().zip(&avg).zip(view.as_ref()) {
-                if let Some(v) = *v {
-                    *dev += (v - avg) * (v - avg);
-                }
+        self.b = vec![0.0; self.avg.len()];
+    }
+
+    /// One series' squared deviations from the row averages.
+    fn add_deviations(&mut self, view: &[Option<f64>]) {
+        for ((dev, avg), v) in self.b.iter_mut().zip(&self.avg).zip(view) {
+            if let Some(v) = *v {
+                *dev += (v - avg) * (v - avg);
             }
         }
     }

@@ -231,6 +231,7 @@ fn node_list(values: &[Value]) -> Vec<i64> {
         .iter()
         .filter_map(|v| match v {
             Value::Int(i) => Some(*i),
+            Value::Float(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => Some(*x as i64),
             _ => None,
         })
         .collect()

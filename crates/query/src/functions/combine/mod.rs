@@ -22,7 +22,7 @@ mod ratio;
 #[cfg(test)]
 mod tests;
 
-use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
+use crate::functions::params::{DefaultValue as D, OnFloat, Param, ParamType as T};
 use crate::functions::{FunctionDef, FunctionImpl};
 
 const GROUP: &str = "Combine";
@@ -33,7 +33,11 @@ const SERIES_LISTS: Param = Param::new("seriesLists", T::SeriesList)
     .multiple();
 const FIRST: Param = Param::new("seriesListFirstPos", T::SeriesList).required();
 const SECOND: Param = Param::new("seriesListSecondPos", T::SeriesList).required();
-const POSITION: Param = Param::new("position", T::Node).multiple();
+/// graphite-web tests each node index with `in positions`: a float equal to an
+/// integer matches it, any other float matches nothing.
+const POSITION: Param = Param::new("position", T::Node)
+    .multiple()
+    .on_float(OnFloat::Keep);
 
 static AGGREGATE: [Param; 3] = [
     SERIES,

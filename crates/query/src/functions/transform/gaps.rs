@@ -2,8 +2,9 @@
 //! `transformNull`, `compressPeriodicGaps`, and `delay` (which shifts values by whole
 //! steps, opening a gap at one end).
 //!
-//! Deliberate difference: `delay(x, 0)` returns the series unchanged (renamed);
-//! graphite-web returns it with no values at all (Python's `series[:-0]` is empty).
+//! Deliberate difference (listed in `docs/graphite-differences.md`): `delay(x, 0)`
+//! returns the series unchanged (renamed); graphite-web returns it with no values at
+//! all (Python's `series[:-0]` is empty).
 
 use crate::error::QueryError;
 use crate::eval::{RequestContext, Session, Value};

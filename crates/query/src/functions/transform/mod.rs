@@ -24,7 +24,7 @@ mod time;
 #[cfg(test)]
 mod tests;
 
-use crate::functions::params::{DefaultValue as D, Param, ParamType as T};
+use crate::functions::params::{DefaultValue as D, OnFloat, Param, ParamType as T};
 use crate::functions::{FunctionDef, FunctionImpl};
 
 const SERIES: Param = Param::new("seriesList", T::SeriesList).required();
@@ -40,7 +40,12 @@ static LIMIT: [Param; 2] = [
 // graphite-web's own default (None: the name shows no precision) differs from the 0
 // it documents, so the parameter has none here
 static ROUND: [Param; 2] = [SERIES, Param::new("precision", T::Integer)];
-static LOG: [Param; 2] = [SERIES, Param::new("base", T::Integer).default(D::Int(10))];
+static LOG: [Param; 2] = [
+    SERIES,
+    Param::new("base", T::Integer)
+        .default(D::Int(10))
+        .on_float(OnFloat::Keep),
+];
 static BOUNDS: [Param; 3] = [
     SERIES,
     Param::new("maxValue", T::Float),
@@ -104,8 +109,12 @@ static TIME_STACK: [Param; 4] = [
     Param::new("timeShiftUnit", T::Interval)
         .default(D::Str("1d"))
         .suggestions(SHIFT_SUGGESTIONS),
-    Param::new("timeShiftStart", T::Integer).default(D::Int(0)),
-    Param::new("timeShiftEnd", T::Integer).default(D::Int(7)),
+    Param::new("timeShiftStart", T::Integer)
+        .default(D::Int(0))
+        .on_float(OnFloat::Truncate),
+    Param::new("timeShiftEnd", T::Integer)
+        .default(D::Int(7))
+        .on_float(OnFloat::Truncate),
 ];
 static TIME_SLICE: [Param; 3] = [
     SERIES,

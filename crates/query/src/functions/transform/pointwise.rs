@@ -290,9 +290,14 @@ pub(super) fn is_non_null(
 
 /// `log(seriesList, base=10)`: `math.log(value, base)`; null for values not above 0.
 pub(super) fn log(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'_>) -> Output {
-    let base = inv.args.int(1).unwrap_or(10);
+    // an integer, or a float as written (graphite-web's name shows Python's str())
+    let shown = match inv.args.get(1) {
+        Some(v @ Value::Float(_)) => v.python_str(),
+        _ => inv.args.int(1).unwrap_or(10).to_string(),
+    };
+    let base = inv.args.float(1).unwrap_or(10.0);
     let series = take_series(&mut inv, 0);
-    let den = (base as f64).ln();
+    let den = base.ln();
     let mut out = Vec::with_capacity(series.len());
     for mut s in series {
         let mut values = Vec::with_capacity(s.values.len());
@@ -300,13 +305,13 @@ pub(super) fn log(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'
             values.push(match *v {
                 Some(v) if v > 0.0 || v.is_nan() => {
                     // Python raises once a value reaches math.log with such a base
-                    if base <= 0 {
+                    if base <= 0.0 {
                         return Err(input_error(
                             inv.name,
                             "math domain error: the base must be above 0",
                         ));
                     }
-                    if base == 1 {
+                    if base == 1.0 {
                         return Err(input_error(inv.name, "the base must not be 1"));
                     }
                     Some(v.ln() / den)
@@ -314,8 +319,8 @@ pub(super) fn log(_: &mut Session<'_>, _: &RequestContext, mut inv: Invocation<'
                 _ => None,
             });
         }
-        s.tags.set("log", &base.to_string());
-        let name = format!("log({}, {base})", s.name);
+        s.tags.set("log", &shown);
+        let name = format!("log({}, {shown})", s.name);
         out.push(copy_of(&s, name, values));
     }
     Ok(Value::SeriesList(out))

@@ -1,0 +1,95 @@
+//! The `[cluster]` section of `sumi.toml`.
+
+use serde::Deserialize;
+
+/// What this node does in the cluster.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Takes points in on every protocol and produces them to the log; stores nothing.
+    Ingest,
+    /// Consumes its owned partitions into its engine (and, like an ingest node, sends
+    /// what it is sent to the log).
+    Storage,
+}
+
+/// The `[cluster]` section as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Kafka's bootstrap servers, `host:port[,host:port...]`.
+    pub brokers: String,
+    /// The topic every point goes to.
+    #[serde(default = "default_topic")]
+    pub topic: String,
+    /// Partitions of the topic: the unit of sharding. Fixed for a topic's life (the
+    /// hash of a series name modulo this count is its partition).
+    #[serde(default = "default_partitions")]
+    pub partitions: u32,
+    /// Replicas of each partition in Kafka when this node creates the topic; 0 is
+    /// min(3, brokers).
+    #[serde(default)]
+    pub replication_factor: u32,
+    pub role: Role,
+    /// This node's id, unique in the cluster (Kafka client id, logs).
+    #[serde(default)]
+    pub node_id: u32,
+    /// Storage role: the partitions this node consumes and stores.
+    #[serde(default)]
+    pub owned_partitions: Vec<u32>,
+    /// How long the producer gathers records before sending them (ms).
+    #[serde(default = "default_linger_ms")]
+    pub linger_ms: u32,
+    /// How long an append waits for Kafka's acknowledgement before the sink answers
+    /// "unavailable" (the client retries; nothing acknowledged is lost) (ms).
+    #[serde(default = "default_append_timeout_ms")]
+    pub append_timeout_ms: u32,
+}
+
+fn default_topic() -> String {
+    "sumi-points".to_string()
+}
+fn default_partitions() -> u32 {
+    8
+}
+fn default_linger_ms() -> u32 {
+    5
+}
+fn default_append_timeout_ms() -> u32 {
+    10_000
+}
+
+impl ClusterConfig {
+    /// Checks what serde cannot: counts, owned partitions in range.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.brokers.trim().is_empty() {
+            return Err("cluster.brokers is empty".into());
+        }
+        if self.topic.is_empty() {
+            return Err("cluster.topic is empty".into());
+        }
+        if self.partitions == 0 || self.partitions > 100_000 {
+            return Err(format!(
+                "cluster.partitions is {}: it must be 1..=100000",
+                self.partitions
+            ));
+        }
+        for &p in &self.owned_partitions {
+            if p >= self.partitions {
+                return Err(format!(
+                    "cluster.owned_partitions names {p}, but the topic has partitions 0..{}",
+                    self.partitions
+                ));
+            }
+        }
+        match self.role {
+            Role::Storage if self.owned_partitions.is_empty() => {
+                Err("cluster.role is \"storage\" but cluster.owned_partitions is empty".into())
+            }
+            Role::Ingest if !self.owned_partitions.is_empty() => Err(
+                "cluster.owned_partitions is for role \"storage\"; an ingest node owns none".into(),
+            ),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The storage side: consume the owned partitions in log order into the engine, placing
+//! each point as of its arrival at the ingest node, and keep the consumed offsets on
+//! disk no further than what the engine holds durably.
+//!
+//! Offsets: after applying records, the consumer knows for each partition the next
+//! offset to read. About once a second (and at shutdown) it fsyncs the engine's WAL —
+//! every record applied so far is then durable — and only then writes these next
+//! offsets to `<data_dir>/cluster/offsets` (temporary file, fsync, rename, directory
+//! fsync). After a crash the node reads that file and resumes there. The file may lag
+//! the WAL (records applied and logged after the last checkpoint are replayed once
+//! more), but it never runs ahead of it, so nothing is skipped; and replaying a record
+//! that the engine already holds changes nothing, because a point is a value in the
+//! slot of its series and time (last write wins) and the records are replayed in the
+//! same order with the same arrival times, so they land in the same slots with the same
+//! values. No gaps, and nothing counted twice.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use sumi_model::Batch;
+use sumi_store::{Store, StoreError};
+
+use crate::config::ClusterConfig;
+use crate::record::decode_into;
+
+/// How often applied offsets are checkpointed (WAL fsync, then the offsets file).
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Per owned partition: the next offset to apply and the log's end as last seen.
+#[derive(Debug, Default)]
+pub struct PartitionProgress {
+    pub next: AtomicI64,
+    pub high: AtomicI64,
+}
+
+/// The consumer's counters, in `/metrics` as `sumi_cluster_consume_*`.
+#[derive(Debug, Default)]
+pub struct ConsumeStats {
+    pub records: AtomicU64,
+    pub points: AtomicU64,
+    /// Records that could not be decoded: counted, logged, skipped.
+    pub bad_records: AtomicU64,
+    /// Appends the engine refused for now (throttled, disk full) and retried.
+    pub apply_retries: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub partitions: BTreeMap<u32, PartitionProgress>,
+}
+
+impl ConsumeStats {
+    pub fn write_prometheus(&self, out: &mut String) {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for (name, help, v) in [
+            (
+                "sumi_cluster_consume_records_total",
+                "Log records applied to the engine.",
+                l(&self.records),
+            ),
+            (
+                "sumi_cluster_consume_points_total",
+                "Points in applied log records.",
+                l(&self.points),
+            ),
+            (
+                "sumi_cluster_consume_bad_records_total",
+                "Log records that could not be decoded (skipped and logged).",
+                l(&self.bad_records),
+            ),
+            (
+                "sumi_cluster_consume_apply_retries_total",
+                "Appends the engine refused for now and that were retried.",
+                l(&self.apply_retries),
+            ),
+            (
+                "sumi_cluster_consume_checkpoints_total",
+                "Offset checkpoints written (after a WAL fsync).",
+                l(&self.checkpoints),
+            ),
+        ] {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}\n"
+            ));
+        }
+        out.push_str("# HELP sumi_cluster_consume_next_offset Next log offset to apply, per owned partition.\n# TYPE sumi_cluster_consume_next_offset gauge\n");
+        for (p, pr) in &self.partitions {
+            out.push_str(&format!(
+                "sumi_cluster_consume_next_offset{{partition=\"{p}\"}} {}\n",
+                pr.next.load(Ordering::Relaxed)
+            ));
+        }
+        out.push_str("# HELP sumi_cluster_consume_lag_records Records in the log not yet applied, per owned partition (as of the last fetch).\n# TYPE sumi_cluster_consume_lag_records gauge\n");
+        for (p, pr) in &self.partitions {
+            let lag = (pr.high.load(Ordering::Relaxed) - pr.next.load(Ordering::Relaxed)).max(0);
+            out.push_str(&format!(
+                "sumi_cluster_consume_lag_records{{partition=\"{p}\"}} {lag}\n"
+            ));
+        }
+    }
+}
+
+/// A running consumer thread.
+pub struct StorageConsumer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    stats: Arc<ConsumeStats>,
+}
+
+impl StorageConsumer {
+    /// Starts consuming `config.owned_partitions` into `store`, from the offsets in
+    /// `<data_dir>/cluster/offsets` (the log's beginning for a partition not there).
+    pub fn start(config: &ClusterConfig, store: Arc<Store>, data_dir: &Path) -> Result<Self> {
+        let dir = data_dir.join("cluster");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let offsets_path = dir.join("offsets");
+        let saved = read_offsets(&offsets_path, &config.topic)?;
+        let mut partitions = BTreeMap::new();
+        let mut tpl = TopicPartitionList::new();
+        for &p in &config.owned_partitions {
+            let next = saved.get(&p).copied();
+            let progress = PartitionProgress::default();
+            progress.next.store(next.unwrap_or(0), Ordering::Relaxed);
+            partitions.insert(p, progress);
+            let offset = next.map_or(Offset::Beginning, Offset::Offset);
+            tpl.add_partition_offset(&config.topic, p as i32, offset)
+                .context("assigning a partition")?;
+        }
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &config.brokers)
+            .set("client.id", format!("sumi-storage-{}", config.node_id))
+            .set("group.id", format!("sumi-storage-{}", config.node_id))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", "earliest")
+            .set("fetch.wait.max.ms", "50")
+            .set("fetch.min.bytes", "1")
+            .create()
+            .context("creating the kafka consumer")?;
+        consumer
+            .assign(&tpl)
+            .context("assigning the owned partitions")?;
+        tracing::info!(
+            topic = %config.topic,
+            partitions = ?config.owned_partitions,
+            offsets = ?saved,
+            "storage consumer assigned"
+        );
+        let stats = Arc::new(ConsumeStats {
+            partitions,
+            ..ConsumeStats::default()
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut run = Run {
+            consumer,
+            store,
+            topic: config.topic.clone(),
+            offsets_path,
+            stats: stats.clone(),
+            stop: stop.clone(),
+            dirty: false,
+        };
+        let thread = std::thread::Builder::new()
+            .name("sumi-consume".into())
+            .spawn(move || run.run())
+            .context("starting the consumer thread")?;
+        Ok(StorageConsumer {
+            stop,
+            thread: Some(thread),
+            stats,
+        })
+    }
+
+    pub fn stats(&self) -> Arc<ConsumeStats> {
+        self.stats.clone()
+    }
+
+    /// Stops after the record being applied, checkpoints and joins the thread.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Run {
+    consumer: BaseConsumer,
+    store: Arc<Store>,
+    topic: String,
+    offsets_path: PathBuf,
+    stats: Arc<ConsumeStats>,
+    stop: Arc<AtomicBool>,
+    dirty: bool,
+}
+
+impl Run {
+    fn run(&mut self) {
+        let mut batch = Batch::new();
+        let mut last_checkpoint = Instant::now();
+        while !self.stop.load(Ordering::Relaxed) {
+            if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                if self.dirty {
+                    self.checkpoint();
+                }
+                self.refresh_lag();
+                last_checkpoint = Instant::now();
+            }
+            let msg = match self.consumer.poll(Duration::from_millis(100)) {
+                None => continue,
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "kafka consumer");
+                    continue;
+                }
+                Some(Ok(m)) => m,
+            };
+            let partition = msg.partition() as u32;
+            let offset = msg.offset();
+            let Some(progress) = self.stats.partitions.get(&partition) else {
+                continue;
+            };
+            batch.clear();
+            match decode_into(msg.payload().unwrap_or_default(), &mut batch) {
+                Ok(d) => {
+                    if !self.apply(&batch, d.arrival) {
+                        // stopping: this record is not applied, its offset not taken
+                        break;
+                    }
+                    self.stats.records.fetch_add(1, Ordering::Relaxed);
+                    self.stats
+                        .points
+                        .fetch_add(u64::from(d.points), Ordering::Relaxed);
+                }
+                Err(e) => {
+                    self.stats.bad_records.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(partition, offset, error = %e, "skipping a log record that cannot be decoded");
+                }
+            }
+            progress.next.store(offset + 1, Ordering::Relaxed);
+            self.dirty = true;
+        }
+        if self.dirty {
+            self.checkpoint();
+        }
+    }
+
+    /// Applies one record, retrying while the engine refuses for now; false when
+    /// stopping (or the store closed) before it was applied.
+    fn apply(&self, batch: &Batch, arrival: i64) -> bool {
+        let mut pause = Duration::from_millis(10);
+        loop {
+            match self.store.write_at(batch, arrival) {
+                Ok(_) => return true,
+                Err(StoreError::Closed) => return false,
+                Err(e) => {
+                    self.stats.apply_retries.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, "the engine refused a log record; retrying");
+                    if self.stop.load(Ordering::Relaxed) {
+                        return false;
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// Asks the brokers for each owned partition's end (for the lag gauge).
+    fn refresh_lag(&self) {
+        for (&p, progress) in &self.stats.partitions {
+            if let Ok((_, high)) =
+                self.consumer
+                    .fetch_watermarks(&self.topic, p as i32, Duration::from_millis(200))
+            {
+                progress.high.store(high, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn checkpoint(&mut self) {
+        if let Err(e) = self.store.sync_wal() {
+            tracing::warn!(error = %e, "WAL sync before an offset checkpoint failed; offsets not saved");
+            return;
+        }
+        let offsets: BTreeMap<u32, i64> = self
+            .stats
+            .partitions
+            .iter()
+            .map(|(&p, pr)| (p, pr.next.load(Ordering::Relaxed)))
+            .collect();
+        match write_offsets(&self.offsets_path, &self.topic, &offsets) {
+            Ok(()) => {
+                self.dirty = false;
+                self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => tracing::warn!(error = %e, "writing the offsets checkpoint"),
+        }
+    }
+}
+
+/// The offsets file: one line a partition, `TOPIC PARTITION NEXT_OFFSET`.
+fn read_offsets(path: &Path, topic: &str) -> Result<BTreeMap<u32, i64>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let mut out = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let parsed = match f.as_slice() {
+            [t, p, o] => p
+                .parse::<u32>()
+                .ok()
+                .zip(o.parse::<i64>().ok())
+                .map(|x| (*t, x)),
+            _ => None,
+        };
+        let Some((t, (p, o))) = parsed else {
+            bail!(
+                "{} line {}: not `TOPIC PARTITION OFFSET`: {line:?}",
+                path.display(),
+                i + 1
+            );
+        };
+        if t == topic {
+            out.insert(p, o);
+        }
+    }
+    Ok(out)
+}
+
+fn write_offsets(path: &Path, topic: &str, offsets: &BTreeMap<u32, i64>) -> std::io::Result<()> {
+    let mut text = String::new();
+    for (p, o) in offsets {
+        text.push_str(&format!("{topic} {p} {o}\n"));
+    }
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_file_roundtrip_and_errors() {
+        let dir = std::env::temp_dir().join(format!("sumi-offsets-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("offsets");
+        assert!(read_offsets(&path, "t").unwrap().is_empty());
+        let m: BTreeMap<u32, i64> = [(0, 5), (3, 17)].into_iter().collect();
+        write_offsets(&path, "t", &m).unwrap();
+        assert_eq!(read_offsets(&path, "t").unwrap(), m);
+        assert!(read_offsets(&path, "other").unwrap().is_empty());
+        std::fs::write(&path, "t 1\n").unwrap();
+        assert!(read_offsets(&path, "t").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,112 @@
+//! sumi on Apache Kafka (see `docs/cluster.md`).
+//!
+//! - [`record`]: the log record (points of one partition with the ingest node's arrival
+//!   time) and [`partition_for`], the hash that places a series.
+//! - [`producer`]: [`KafkaSink`], the `Sink` of an ingest node: each point to its
+//!   partition, idempotent, `acks=all`, answered once Kafka has it.
+//! - [`consumer`]: [`StorageConsumer`], a storage node's consumer of its owned
+//!   partitions into the engine, with offsets checkpointed after the engine's WAL.
+//! - [`config`]: the `[cluster]` section of `sumi.toml`.
+//!
+//! The client is `rdkafka` (librdkafka, built from the source its sys crate bundles):
+//! it has the idempotent producer the "acknowledged means never lost, never doubled in
+//! the log" contract needs, which the pure-Rust `rskafka` lacks.
+
+pub mod config;
+pub mod consumer;
+pub mod producer;
+pub mod record;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::types::RDKafkaErrorCode;
+
+pub use config::{ClusterConfig, Role};
+pub use consumer::{ConsumeStats, StorageConsumer};
+pub use producer::{KafkaSink, ProduceStats};
+pub use record::partition_for;
+
+/// Creates the topic with `config.partitions` partitions unless it exists, and checks
+/// that an existing one has that many. Retries while no broker answers, up to `wait`.
+/// Blocking (call it from a blocking thread).
+pub fn ensure_topic(config: &ClusterConfig, wait: Duration) -> Result<()> {
+    // the admin client's futures need no runtime of their own, only something to
+    // poll them: a small one here keeps this callable from any thread
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .context("starting a runtime for the admin client")?;
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &config.brokers)
+        .set("client.id", format!("sumi-admin-{}", config.node_id))
+        .create()
+        .context("creating the kafka admin client")?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match rt.block_on(try_ensure(&admin, config)) {
+            Ok(()) => return Ok(()),
+            Err(e) if Instant::now() < deadline => {
+                tracing::info!(error = %e, "waiting for kafka");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn try_ensure(
+    admin: &AdminClient<DefaultClientContext>,
+    config: &ClusterConfig,
+) -> Result<()> {
+    let topic = config.topic.clone();
+    let probe_admin_timeout = Duration::from_secs(5);
+    let md = admin
+        .inner()
+        .fetch_metadata(Some(&topic), probe_admin_timeout)
+        .context("reading kafka's metadata")?;
+    let brokers = md.brokers().len() as u32;
+    if brokers == 0 {
+        bail!("kafka knows no brokers yet");
+    }
+    let existing = md
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic && t.error().is_none())
+        .map(|t| t.partitions().len() as u32);
+    match existing {
+        Some(n) if n == config.partitions => return Ok(()),
+        Some(n) if n > 0 => bail!(
+            "topic {topic} has {n} partitions but cluster.partitions is {}",
+            config.partitions
+        ),
+        _ => {}
+    }
+    let rf = if config.replication_factor == 0 {
+        brokers.min(3)
+    } else {
+        config.replication_factor
+    };
+    let new = NewTopic::new(
+        &topic,
+        config.partitions as i32,
+        TopicReplication::Fixed(rf as i32),
+    );
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let results = admin
+        .create_topics([&new], &opts)
+        .await
+        .context("creating the topic")?;
+    for r in results {
+        match r {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((t, code)) => bail!("creating topic {t}: {code}"),
+        }
+    }
+    tracing::info!(topic = %topic, partitions = config.partitions, replication = rf, "topic ready");
+    // the caller checks again: the partitions' leaders may take a moment
+    bail!("topic {topic} just created; checking its partitions")
+}

@@ -1,0 +1,306 @@
+//! The ingest side: a [`Sink`] that produces every point to its partition of the log
+//! and answers only once Kafka has acknowledged all of them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::ClientContext;
+use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError};
+
+use crate::config::ClusterConfig;
+use crate::record::{partition_for, RecordWriter};
+
+/// One record stays well under Kafka's default 1 MiB message limit.
+const MAX_RECORD_BYTES: usize = 256 * 1024;
+
+/// The producer's counters, in `/metrics` as `sumi_cluster_produce_*`.
+#[derive(Debug, Default)]
+pub struct ProduceStats {
+    /// Batches acknowledged by Kafka.
+    pub appends: AtomicU64,
+    /// Points in acknowledged batches.
+    pub points: AtomicU64,
+    /// Records (Kafka messages) acknowledged.
+    pub records: AtomicU64,
+    /// Record bytes acknowledged (before the producer's compression).
+    pub bytes: AtomicU64,
+    /// Batches refused with "unavailable" (Kafka down, slow or refusing).
+    pub unavailable: AtomicU64,
+    /// Records whose delivery failed or timed out.
+    pub delivery_errors: AtomicU64,
+    /// Times a send found the producer's queue full and waited.
+    pub queue_full_waits: AtomicU64,
+    /// Total microseconds appends waited for Kafka's acknowledgement.
+    pub ack_wait_us: AtomicU64,
+}
+
+impl ProduceStats {
+    pub fn write_prometheus(&self, out: &mut String) {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut c = |name: &str, help: &str, v: u64| {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}\n"
+            ));
+        };
+        c(
+            "sumi_cluster_produce_batches_total",
+            "Batches Kafka acknowledged.",
+            l(&self.appends),
+        );
+        c(
+            "sumi_cluster_produce_points_total",
+            "Points Kafka acknowledged.",
+            l(&self.points),
+        );
+        c(
+            "sumi_cluster_produce_records_total",
+            "Records (Kafka messages) acknowledged.",
+            l(&self.records),
+        );
+        c(
+            "sumi_cluster_produce_bytes_total",
+            "Record bytes acknowledged, before compression.",
+            l(&self.bytes),
+        );
+        c(
+            "sumi_cluster_produce_unavailable_total",
+            "Batches refused because Kafka did not acknowledge them in time (clients retry).",
+            l(&self.unavailable),
+        );
+        c(
+            "sumi_cluster_produce_delivery_errors_total",
+            "Records whose delivery failed or timed out.",
+            l(&self.delivery_errors),
+        );
+        c(
+            "sumi_cluster_produce_queue_full_total",
+            "Sends that found the producer queue full and waited.",
+            l(&self.queue_full_waits),
+        );
+        out.push_str(&format!(
+            "# HELP sumi_cluster_produce_ack_wait_seconds_total Time appends waited for Kafka.\n# TYPE sumi_cluster_produce_ack_wait_seconds_total counter\nsumi_cluster_produce_ack_wait_seconds_total {:.6}\n",
+            l(&self.ack_wait_us) as f64 / 1e6
+        ));
+    }
+}
+
+/// The records of one append still in flight.
+#[derive(Default)]
+struct Pending {
+    state: Mutex<PendingState>,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct PendingState {
+    in_flight: usize,
+    error: Option<String>,
+}
+
+struct Ctx {
+    stats: Arc<ProduceStats>,
+}
+
+impl ClientContext for Ctx {
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::warn!(%error, reason, "kafka producer");
+    }
+}
+
+impl ProducerContext for Ctx {
+    type DeliveryOpaque = Arc<Pending>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, pending: Arc<Pending>) {
+        let mut st = pending.state.lock();
+        if let Err((e, _)) = result {
+            self.stats.delivery_errors.fetch_add(1, Ordering::Relaxed);
+            st.error.get_or_insert_with(|| e.to_string());
+        }
+        st.in_flight -= 1;
+        if st.in_flight == 0 {
+            pending.done.notify_all();
+        }
+    }
+}
+
+/// Sends every point to the partition of its series (see [`partition_for`]), one record
+/// per partition and append (split at 256 KiB), through an idempotent producer with
+/// `acks=all`; `append` returns once Kafka has acknowledged every record.
+pub struct KafkaSink {
+    producer: ThreadedProducer<Ctx>,
+    topic: String,
+    partitions: u32,
+    clock: Arc<dyn Clock>,
+    timeout: Duration,
+    stats: Arc<ProduceStats>,
+}
+
+impl KafkaSink {
+    /// A producer for `config`'s brokers and topic (which [`crate::ensure_topic`]
+    /// creates). Connecting is lazy: a broker that is down shows at the first append.
+    pub fn new(config: &ClusterConfig, clock: Arc<dyn Clock>) -> Result<KafkaSink, KafkaError> {
+        let stats = Arc::new(ProduceStats::default());
+        let timeout = Duration::from_millis(u64::from(config.append_timeout_ms.max(1)));
+        let producer: ThreadedProducer<Ctx> = ClientConfig::new()
+            .set("bootstrap.servers", &config.brokers)
+            .set("client.id", format!("sumi-ingest-{}", config.node_id))
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("compression.type", "lz4")
+            .set("linger.ms", config.linger_ms.to_string())
+            .set("batch.size", "1000000")
+            .set("queue.buffering.max.kbytes", "262144")
+            // a record not acknowledged by then fails its append (the client retries)
+            .set("message.timeout.ms", timeout.as_millis().to_string())
+            .create_with_context(Ctx {
+                stats: stats.clone(),
+            })?;
+        Ok(KafkaSink {
+            producer,
+            topic: config.topic.clone(),
+            partitions: config.partitions,
+            clock,
+            timeout,
+            stats,
+        })
+    }
+
+    pub fn stats(&self) -> Arc<ProduceStats> {
+        self.stats.clone()
+    }
+
+    /// Waits for every queued record (shutdown).
+    pub fn flush(&self, timeout: Duration) {
+        if let Err(e) = self.producer.flush(timeout) {
+            tracing::warn!(error = %e, "kafka producer flush at shutdown");
+        }
+    }
+
+    fn send(
+        &self,
+        partition: u32,
+        payload: &[u8],
+        pending: &Arc<Pending>,
+        deadline: Instant,
+    ) -> Result<(), String> {
+        pending.state.lock().in_flight += 1;
+        let mut record =
+            BaseRecord::<(), [u8], Arc<Pending>>::with_opaque_to(&self.topic, pending.clone())
+                .partition(partition as i32)
+                .payload(payload);
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                    if Instant::now() < deadline =>
+                {
+                    self.stats.queue_full_waits.fetch_add(1, Ordering::Relaxed);
+                    record = r;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err((e, _)) => {
+                    // the record was not queued: no delivery report will come for it
+                    pending.state.lock().in_flight -= 1;
+                    return Err(e.to_string());
+                }
+            }
+        }
+    }
+
+    fn produce(&self, batch: &Batch) -> Result<(u64, u64), String> {
+        let started = Instant::now();
+        let deadline = started + self.timeout;
+        let arrival = self.clock.now();
+        let pending = Arc::new(Pending::default());
+        let mut writers: Vec<Option<RecordWriter>> = Vec::new();
+        writers.resize_with(self.partitions as usize, || None);
+        let (mut records, mut bytes) = (0u64, 0u64);
+        let mut failed = None;
+        for (name, p) in batch.iter() {
+            let part = partition_for(name, self.partitions);
+            let w = writers[part as usize].get_or_insert_with(|| RecordWriter::new(arrival));
+            w.push(name, p.ts, p.value);
+            if w.byte_len() >= MAX_RECORD_BYTES {
+                let payload = w.finish();
+                bytes += payload.len() as u64;
+                records += 1;
+                if let Err(e) = self.send(part, payload, &pending, deadline) {
+                    failed = Some(e);
+                    break;
+                }
+                w.reset(arrival);
+            }
+        }
+        if failed.is_none() {
+            for (part, w) in writers.iter_mut().enumerate() {
+                let Some(w) = w.as_mut().filter(|w| !w.is_empty()) else {
+                    continue;
+                };
+                let payload = w.finish();
+                bytes += payload.len() as u64;
+                records += 1;
+                if let Err(e) = self.send(part as u32, payload, &pending, deadline) {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        // wait for the delivery reports of what was queued, even after a failure, so
+        // that the caller's retry follows them; librdkafka fails a record by its
+        // message.timeout.ms, so this ends
+        let mut st = pending.state.lock();
+        let hard_deadline = deadline + Duration::from_secs(5);
+        while st.in_flight > 0 {
+            if pending.done.wait_until(&mut st, hard_deadline).timed_out() {
+                failed.get_or_insert_with(|| {
+                    format!("{} records not acknowledged in time", st.in_flight)
+                });
+                break;
+            }
+        }
+        if let Some(e) = st.error.take() {
+            failed.get_or_insert(e);
+        }
+        drop(st);
+        self.stats
+            .ack_wait_us
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((records, bytes)),
+        }
+    }
+}
+
+impl Sink for KafkaSink {
+    /// Every point counts as accepted once Kafka has it: what the storage nodes refuse
+    /// (too old, too new, over the series limit) they count in their own `/metrics`.
+    fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
+        if batch.is_empty() {
+            return Ok(AppendOutcome::default());
+        }
+        match self.produce(batch) {
+            Ok((records, bytes)) => {
+                let s = &self.stats;
+                s.appends.fetch_add(1, Ordering::Relaxed);
+                s.points.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                s.records.fetch_add(records, Ordering::Relaxed);
+                s.bytes.fetch_add(bytes, Ordering::Relaxed);
+                Ok(AppendOutcome {
+                    accepted: batch.len() as u64,
+                    ..AppendOutcome::default()
+                })
+            }
+            Err(e) => {
+                self.stats.unavailable.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, points = batch.len(), "kafka did not take a batch; the client retries");
+                Err(SinkError::Unavailable(format!("kafka: {e}")))
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! `POST /api/v0/import`: history for `sumi import --url` (a write endpoint: write or
+//! admin token when authentication is on). The body is JSON, one or more series each
+//! with the config it is created with when absent and the points of each archive:
+//!
+//! ```json
+//! {"series": [{
+//!   "name": "a.b.c",
+//!   "aggregationMethod": "average",
+//!   "xFilesFactor": 0.5,
+//!   "archives": [
+//!     {"step": 10, "points": 8640, "start": 1700000000, "values": "1.5,,2"},
+//!     {"step": 60, "points": 43200, "start": 1699990000, "values": "1.75"}
+//!   ]
+//! }]}
+//! ```
+//!
+//! `step` and `points` are the archive (whisper's seconds per point and point count,
+//! finest first); `values` holds, comma-separated, the values at `start`, `start +
+//! step`, ..., an empty field where there is none. They are text rather than JSON
+//! numbers so that every value arrives bit for bit (the shortest decimal that reads
+//! back as the same double, as Rust and Python print them; `NaN`, `inf` and `-inf`
+//! as whisper files may hold them), whatever JSON parser either side uses.
+//! Each series is written by [`Store::import_series`](sumi_store::Store::import_series)
+//! (fill semantics: only empty slots are written). The answer lists per series what
+//! was done, or why not:
+//!
+//! ```json
+//! {"series": [{"name": "a.b.c", "created": true, "written": 3, "present": 0, "outOfRange": 0}]}
+//! ```
+//!
+//! A malformed body is a 400; a store that cannot take writes a 503 (retry later); a
+//! series the store refuses (an invalid archive list, `max_series` reached) carries an
+//! `error` in its entry, the others are imported.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use sumi_model::{AggMethod, Archive, Retention, SeriesConfig};
+use sumi_store::StoreError;
+
+use crate::AppState;
+
+pub use sumi_import::values::{decode_values, encode_values};
+
+/// The largest body `POST /api/v0/import` reads.
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// The request body.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ImportRequest {
+    pub series: Vec<ImportSeries>,
+}
+
+/// One series of a request.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ImportSeries {
+    pub name: String,
+    #[serde(rename = "aggregationMethod")]
+    pub aggregation_method: String,
+    #[serde(rename = "xFilesFactor")]
+    pub x_files_factor: f32,
+    pub archives: Vec<ImportArchive>,
+}
+
+/// One archive of a series: its shape and its values from `start` on.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ImportArchive {
+    pub step: u32,
+    pub points: u32,
+    pub start: i64,
+    pub values: String,
+}
+
+/// The answer for one series.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct ImportResult {
+    pub name: String,
+    #[serde(default)]
+    pub created: bool,
+    #[serde(default)]
+    pub written: u64,
+    #[serde(default)]
+    pub present: u64,
+    #[serde(default, rename = "outOfRange")]
+    pub out_of_range: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The answer.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct ImportAnswer {
+    pub series: Vec<ImportResult>,
+}
+
+/// The aggregation method named `name` (as storage-aggregation.conf spells it).
+pub fn parse_method(name: &str) -> Option<AggMethod> {
+    (0..=u8::MAX)
+        .filter_map(AggMethod::from_code)
+        .find(|m| m.name() == name)
+}
+
+fn json(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn refuse(status: StatusCode, msg: String) -> Response {
+    json(status, serde_json::json!({ "error": msg }).to_string())
+}
+
+/// The `(time, value)` points of each archive, finest first.
+type ArchivePoints = Vec<Vec<(i64, f64)>>;
+
+/// Turns one series of the request into the store's arguments.
+fn prepare(s: &ImportSeries) -> Result<(SeriesConfig, ArchivePoints), String> {
+    let method = parse_method(&s.aggregation_method)
+        .ok_or_else(|| format!("unknown aggregationMethod {:?}", s.aggregation_method))?;
+    if !(0.0..=1.0).contains(&s.x_files_factor) {
+        return Err(format!("xFilesFactor {} is not in 0..1", s.x_files_factor));
+    }
+    let archives: Vec<Archive> = s
+        .archives
+        .iter()
+        .map(|a| Archive {
+            step_secs: a.step,
+            points: a.points,
+        })
+        .collect();
+    let retention = Retention::new(archives).map_err(|e| e.to_string())?;
+    let points = s
+        .archives
+        .iter()
+        .map(|a| decode_values(a.start, i64::from(a.step), &a.values))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok((
+        SeriesConfig {
+            retention: Arc::new(retention),
+            method,
+            xff: s.x_files_factor,
+        },
+        points,
+    ))
+}
+
+/// `POST /api/v0/import`.
+pub async fn import(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let req: ImportRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                format!("the body is not an import request: {e}"),
+            )
+        }
+    };
+    let store = state.store.clone();
+    let res = tokio::task::spawn_blocking(move || -> Result<ImportAnswer, StoreError> {
+        let mut answer = ImportAnswer::default();
+        for s in &req.series {
+            let mut r = ImportResult {
+                name: s.name.clone(),
+                ..ImportResult::default()
+            };
+            match prepare(s) {
+                Err(e) => r.error = Some(e),
+                Ok((cfg, points)) => match store.import_series(&s.name, &cfg, &points) {
+                    Ok(o) => {
+                        r.created = o.created;
+                        r.written = o.written;
+                        r.present = o.present;
+                        r.out_of_range = o.out_of_range;
+                    }
+                    Err(e @ (StoreError::Admin(_) | StoreError::Options(_))) => {
+                        r.error = Some(e.to_string())
+                    }
+                    Err(e) => return Err(e),
+                },
+            }
+            answer.series.push(r);
+        }
+        Ok(answer)
+    })
+    .await;
+    match res {
+        Err(e) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("import failed: {e}"),
+        ),
+        Ok(Err(e)) => refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        Ok(Ok(answer)) => json(
+            StatusCode::OK,
+            serde_json::to_string(&answer).unwrap_or_default(),
+        ),
+    }
+}

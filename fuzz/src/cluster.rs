@@ -1,0 +1,101 @@
+//! Fuzz target for the cluster's log record (`sumi_cluster::record`).
+//!
+//! [`cluster_record`]: the first byte picks the input's use. Even: the rest is a record
+//! as a storage node reads it from Kafka, decoded into a batch that already holds a
+//! point. Accepted: the batch grew by exactly the points the record claims, and
+//! re-encoding those points with the record's arrival time decodes to the same points
+//! (the bytes may differ: varints may be spelled long, names repeated in full).
+//! Refused: a `RecordError` with a message, the batch as it was. Odd: points built from the input (names from a small
+//! alphabet, timestamps and values as raw bits) are encoded and must decode to exactly
+//! those points, bit for bit.
+//!
+//! The seed corpus is generated: [`seeds`].
+
+use crate::Input;
+use sumi_cluster::record::{decode_into, encode};
+use sumi_model::Batch;
+
+fn points(b: &Batch) -> Vec<(String, i64, u64)> {
+    b.iter()
+        .map(|(n, p)| (n.to_string(), p.ts, p.value.to_bits()))
+        .collect()
+}
+
+pub fn cluster_record(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode % 2 == 0 {
+        decode_check(rest);
+    } else {
+        roundtrip(rest);
+    }
+}
+
+fn decode_check(bytes: &[u8]) {
+    let mut batch = Batch::new();
+    batch.push("before", 1, 2.0);
+    let before = points(&batch);
+    match decode_into(bytes, &mut batch) {
+        Ok(d) => {
+            assert_eq!(
+                batch.len(),
+                1 + d.points as usize,
+                "points claimed vs pushed"
+            );
+            let mut mine = Batch::new();
+            for (n, p) in batch.iter().skip(1) {
+                mine.push(n, p.ts, p.value);
+            }
+            let again = encode(&mine, d.arrival);
+            let mut back = Batch::new();
+            let d2 = decode_into(&again, &mut back).expect("a re-encoded record decodes");
+            assert_eq!(d2.arrival, d.arrival);
+            assert_eq!(points(&back), points(&mine), "re-encoded points differ");
+        }
+        Err(e) => {
+            assert!(!e.to_string().is_empty(), "empty error message");
+            assert_eq!(points(&batch), before, "batch touched on error");
+        }
+    }
+}
+
+fn roundtrip(data: &[u8]) {
+    let mut input = Input(data);
+    let arrival = input.u64() as i64;
+    let mut batch = Batch::new();
+    let names = ["a", "a.b", "c;t=v", "\u{e9}t\u{e9}", "x.y.z"];
+    while !input.is_empty() && batch.len() < 512 {
+        let name = names[usize::from(input.byte()) % names.len()];
+        let ts = match input.byte() % 3 {
+            0 => arrival.wrapping_add(i64::from(input.byte() as i8)),
+            _ => input.u64() as i64,
+        };
+        let value = f64::from_bits(input.u64());
+        batch.push(name, ts, value);
+    }
+    let bytes = encode(&batch, arrival);
+    let mut out = Batch::new();
+    let d = decode_into(&bytes, &mut out).expect("an encoded record decodes");
+    assert_eq!(d.arrival, arrival);
+    assert_eq!(d.points as usize, batch.len());
+    assert_eq!(points(&out), points(&batch), "points changed on the way");
+}
+
+/// Seeds: an empty record, a few points (repeated names, tags, NaN), both modes.
+pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let mut b = Batch::new();
+    b.push("load.s001", 1_700_000_000, 1.5);
+    b.push("load.s001", 1_700_000_010, f64::NAN);
+    b.push("cpu;host=a", 1_699_999_000, -3.0);
+    let mut decode = vec![0u8];
+    decode.extend(encode(&b, 1_700_000_005));
+    let mut empty = vec![0u8];
+    empty.extend(encode(&Batch::new(), 0));
+    let mut build = vec![1u8];
+    build.extend_from_slice(&1_700_000_000u64.to_le_bytes());
+    build.extend_from_slice(&[
+        0, 0, 5, 1, 2, 3, 4, 5, 6, 7, 8, 2, 1, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
+    ]);
+    vec![("record", decode), ("empty", empty), ("built", build)]
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# scripts/cluster-bench.sh DIR [SERIES] [POINTS]
+#
+# End-to-end throughput of a cluster that scripts/cluster-up.sh started in DIR (start
+# it with SUMI_SERVE_ARGS=--no-selfmon, so that only the load is counted): `sumi bench`
+# sends SERIES x POINTS carbon points (default 100000 x 10) to the ingest node, and
+# this waits until the storage nodes have applied every point twice (every partition is
+# on two of them), per `sumi_cluster_consume_points_total`. Prints the points/s from the
+# first point sent to the last one applied, and the CPU-seconds every process of the
+# cluster used meanwhile (Kafka, the ingest node, the storage nodes; the load
+# generator apart).
+set -euo pipefail
+. "$(dirname "$0")/kafka-lib.sh"
+[ $# -ge 1 ] || die "usage: cluster-bench.sh DIR [SERIES] [POINTS]"
+dir=$1 series=${2:-100000} points=${3:-10}
+exec python3 - "$dir" "$series" "$points" <<'PY'
+import os, subprocess, sys, time, urllib.request
+
+dir, series, points = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+env = {}
+for f in ("cluster.env", "kafka.env"):
+    for line in open(os.path.join(dir, f)):
+        k, _, v = line.strip().partition("=")
+        env[k] = v
+procs = {"kafka%d" % i: int(env["KAFKA%d_PID" % i]) for i in range(1, int(env["KAFKA_BROKERS"]) + 1)}
+procs["ingest"] = int(env["INGEST_PID"])
+for n in (1, 2, 3):
+    procs["node%d" % n] = int(env["NODE%d_PID" % n])
+tick = os.sysconf("SC_CLK_TCK")
+
+def cpu(pid):
+    # utime + stime of the process and its waited-for children, in seconds
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in f[11:15]) / tick
+
+def counter(addr, name):
+    text = urllib.request.urlopen("http://%s/metrics" % addr, timeout=5).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+def applied():
+    return sum(counter(env["NODE%d_HTTP" % n], "sumi_cluster_consume_points_total") for n in (1, 2, 3))
+
+def produced():
+    return counter(env["INGEST_HTTP"], "sumi_cluster_produce_points_total")
+
+want = applied() + 2 * series * points
+produced0 = produced()
+cpu0 = {k: cpu(p) for k, p in procs.items()}
+t0 = time.monotonic()
+bench = subprocess.Popen(
+    [env["SUMI_BIN"], "bench", "--carbon", env["INGEST_CARBON"], "--http", env["INGEST_HTTP"],
+     "--series", str(series), "--points", str(points), "--no-progress", "--probes", "0",
+     "--stall-timeout", "3600"],
+    stdout=subprocess.DEVNULL, stderr=open(os.path.join(dir, "bench.log"), "w"))
+# the clock starts when Kafka acknowledges the first batch (the generator first
+# builds its payload)
+while produced() == produced0:
+    if bench.poll() is not None:
+        sys.exit("sumi bench ended before sending: see %s/bench.log" % dir)
+    time.sleep(0.02)
+t0 = time.monotonic()
+last_print = t0
+while True:
+    got = applied()
+    if got >= want:
+        break
+    if time.monotonic() - last_print > 10:
+        print("  applied %.0f of %.0f" % (got, want), file=sys.stderr)
+        last_print = time.monotonic()
+    time.sleep(0.1)
+elapsed = time.monotonic() - t0
+cpu1 = {k: cpu(p) for k, p in procs.items()}
+bench_cpu = 0.0
+try:
+    bench_cpu = cpu(bench.pid)
+except Exception:
+    pass
+bench.kill()
+bench.wait()
+total = series * points
+used = {k: cpu1[k] - cpu0[k] for k in procs}
+all_cpu = sum(used.values())
+print("points %d (each stored twice) in %.2f s from the first acknowledged batch to the last point applied: %.0f points/s end to end" % (total, elapsed, total / elapsed))
+print("cpu-seconds: " + ", ".join("%s %.2f" % (k, v) for k, v in used.items()) + "; total %.2f" % all_cpu)
+print("points per cpu-second (cluster processes): %.0f" % (total / all_cpu))
+print("load generator cpu-seconds: %.2f" % bench_cpu)
+PY
