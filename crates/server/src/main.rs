@@ -6,6 +6,8 @@
 //! - `sumi check`: verify (and repair) a data directory offline, see [`check`].
 //! - `sumi relay`: a carbon-compatible relay with on-disk queues, [`sumi_relay`].
 //! - `sumi import whisper|rrd`: history from whisper or RRD files, see [`import`].
+//! - `sumi export`: series of a running server as carbon plaintext, CSV or JSON, see
+//!   [`export`].
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -13,6 +15,7 @@ use clap::{Parser, Subcommand};
 use sumi_server::config::{Config, ServeFlags};
 
 mod check;
+mod export;
 mod import;
 
 #[derive(Parser)]
@@ -42,6 +45,10 @@ enum Command {
     /// files or series skipped (listed at the end), 2 the import could not run.
     #[command(subcommand)]
     Import(import::ImportCommand),
+    /// Export the series of a running server matching a glob (default: all) over a
+    /// time range to stdout, as carbon plaintext, CSV or JSON lines, streamed.
+    /// Exit status: 0 done, 2 failed.
+    Export(export::ExportFlags),
 }
 
 #[derive(clap::Args)]
@@ -96,5 +103,6 @@ fn main() -> Result<()> {
             Ok(sumi_relay::run_until_signal(config)?)
         }
         Command::Import(cmd) => std::process::exit(import::run(cmd)),
+        Command::Export(flags) => std::process::exit(export::run(&flags)),
     }
 }

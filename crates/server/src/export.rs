@@ -1,0 +1,346 @@
+//! `sumi export`: the series matching a glob (or all of them) over a time range, read
+//! from a running server through its Graphite API, written to stdout as carbon
+//! plaintext, CSV or JSON lines, one series at a time (streamed: nothing waits for the
+//! whole export).
+//!
+//! Names come from `/metrics/expand?leavesOnly=1` (the glob, `**` for everything) and,
+//! for everything, tagged series from `/tags/findSeries`; values from `/render` with
+//! `format=raw`, a batch of targets a request. `raw` carries Python's `repr` of each
+//! value, which parses to the very same `f64`; values are written in Rust's shortest
+//! form that reads back to that `f64`, so an export fed to an empty sumi over carbon
+//! plaintext and exported again is byte-identical.
+//!
+//! Formats (nulls are skipped in all three but JSON, where they stay `null`):
+//! - `plaintext`: `name value timestamp`, carbon's line protocol;
+//! - `csv`: `name,timestamp,value` (timestamp in epoch seconds; a name holding `,`,
+//!   `"`, CR or LF is quoted, quotes doubled);
+//! - `json`: one object a line, `{"target": name, "datapoints": [[value, ts], …]}`,
+//!   as graphite-web's `format=json` holds one series (non-finite values as `null`).
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+/// Output formats of `sumi export`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// `name value timestamp` lines (carbon plaintext).
+    Plaintext,
+    /// `name,timestamp,value` rows.
+    Csv,
+    /// One JSON object a line: `{"target": …, "datapoints": [[value, ts], …]}`.
+    Json,
+}
+
+/// `sumi export`'s flags.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ExportFlags {
+    /// The running sumi to read, such as http://127.0.0.1:8080.
+    #[arg(long, value_name = "URL")]
+    url: String,
+    /// A file holding a read (or admin) token, when the server asks for one.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Series to export, a Graphite glob (`cpu.*.user`, `{a,b}.**`) or a tagged
+    /// series' full name [default: every series, tagged ones included].
+    #[arg(long = "match", value_name = "GLOB")]
+    glob: Option<String>,
+    /// Start of the range, in Graphite's time syntax (`-7d`, `20260101`) or epoch
+    /// seconds, passed to /render as it is.
+    #[arg(long, value_name = "TIME", default_value = "-24h")]
+    from: String,
+    /// End of the range, as --from.
+    #[arg(long, value_name = "TIME", default_value = "now")]
+    until: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "plaintext")]
+    format: Format,
+    /// Series a /render request.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    batch: usize,
+}
+
+/// Runs `sumi export`; returns the exit status (0 done, 2 failed).
+pub(crate) fn run(flags: &ExportFlags) -> i32 {
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let result = export(flags, &mut out).and_then(|n| {
+        out.flush().context("writing stdout")?;
+        Ok(n)
+    });
+    match result {
+        Ok((series, points)) => {
+            eprintln!("sumi export: {series} series, {points} points");
+            0
+        }
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("sumi export: {e:#}");
+            2
+        }
+    }
+}
+
+struct Client {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    fn call(&self, req: ureq::Request, form: &[(&str, &str)]) -> Result<ureq::Response> {
+        let url = req.url().to_string();
+        let req = match &self.token {
+            Some(t) => req.set("Authorization", &format!("Bearer {t}")),
+            None => req,
+        };
+        match req.send_form(form) {
+            Ok(r) => Ok(r),
+            Err(ureq::Error::Status(code @ (401 | 403), resp)) => bail!(
+                "{url} answered {code} ({}): pass a read or admin token with --token-file",
+                resp.into_string().unwrap_or_default().trim()
+            ),
+            Err(ureq::Error::Status(code, resp)) => bail!(
+                "{url} answered {code}: {}",
+                resp.into_string().unwrap_or_default().trim()
+            ),
+            Err(e) => bail!("{url}: {e}"),
+        }
+    }
+
+    fn post(&self, path: &str, form: &[(&str, &str)]) -> Result<ureq::Response> {
+        self.call(self.agent.post(&format!("{}{path}", self.base)), form)
+    }
+
+    fn json(&self, path: &str, form: &[(&str, &str)]) -> Result<serde_json::Value> {
+        let resp = self.post(path, form)?;
+        serde_json::from_reader(resp.into_reader())
+            .with_context(|| format!("{}{path}: not a JSON answer", self.base))
+    }
+
+    /// The names of the series to export, sorted.
+    fn names(&self, glob: Option<&str>) -> Result<Vec<String>> {
+        let query = glob.unwrap_or("**");
+        let v = self.json("/metrics/expand", &[("query", query), ("leavesOnly", "1")])?;
+        let mut names: Vec<String> = v["results"]
+            .as_array()
+            .context("/metrics/expand: no results")?
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_string))
+            .collect();
+        if glob.is_none() {
+            let tagged = self.json("/tags/findSeries", &[("expr", "name=~.")])?;
+            names.extend(
+                tagged
+                    .as_array()
+                    .context("/tags/findSeries: not a list")?
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_string)),
+            );
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+}
+
+/// Exports to `out`; returns (series, points written).
+fn export(flags: &ExportFlags, out: &mut impl Write) -> Result<(u64, u64)> {
+    let token = match &flags.token_file {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .with_context(|| format!("reading {}", p.display()))?
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with('#'))
+                .unwrap_or_default()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let client = Client {
+        base: flags.url.trim_end_matches('/').to_string(),
+        token,
+        agent: ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(300))
+            .build(),
+    };
+    let names = client.names(flags.glob.as_deref())?;
+    let (mut series, mut points) = (0u64, 0u64);
+    let mut line = String::new();
+    for batch in names.chunks(flags.batch.max(1)) {
+        let mut form: Vec<(&str, &str)> = vec![
+            ("format", "raw"),
+            ("from", &flags.from),
+            ("until", &flags.until),
+        ];
+        form.extend(batch.iter().map(|n| ("target", n.as_str())));
+        let resp = client.post("/render", &form)?;
+        let reader = io::BufReader::new(resp.into_reader());
+        for raw in io::BufRead::lines(reader) {
+            let raw = raw.context("reading /render")?;
+            if raw.is_empty() {
+                continue;
+            }
+            let s = RawSeries::parse(&raw)
+                .with_context(|| format!("/render: not a raw series: {:.200}", raw.as_str()))?;
+            line.clear();
+            points += s.write(flags.format, &mut line);
+            out.write_all(line.as_bytes()).context("writing stdout")?;
+            series += 1;
+        }
+    }
+    Ok((series, points))
+}
+
+/// One line of `format=raw`: `name,start,end,step|v,v,…` (`None` for a null).
+struct RawSeries<'a> {
+    name: &'a str,
+    start: i64,
+    step: i64,
+    values: &'a str,
+}
+
+impl<'a> RawSeries<'a> {
+    fn parse(line: &'a str) -> Option<RawSeries<'a>> {
+        // values hold no '|', a name may
+        let (head, values) = line.rsplit_once('|')?;
+        let mut it = head.rsplitn(4, ',');
+        let step = it.next()?.parse().ok()?;
+        let _end: i64 = it.next()?.parse().ok()?;
+        let start = it.next()?.parse().ok()?;
+        let name = it.next()?;
+        Some(RawSeries {
+            name,
+            start,
+            step,
+            values,
+        })
+    }
+
+    /// Appends the series to `out` in `format`; returns the points written.
+    fn write(&self, format: Format, out: &mut String) -> u64 {
+        use std::fmt::Write as _;
+        let mut n = 0;
+        let values = self.values.split(',').filter(|v| !v.is_empty());
+        if format == Format::Json {
+            out.push_str("{\"target\":");
+            out.push_str(&serde_json::Value::from(self.name).to_string());
+            out.push_str(",\"datapoints\":[");
+        }
+        let quoted = csv_field(self.name);
+        for (i, v) in values.enumerate() {
+            let ts = self.start + i as i64 * self.step;
+            let value = v.parse::<f64>().ok();
+            match format {
+                Format::Plaintext | Format::Csv => {
+                    let Some(x) = value else { continue };
+                    if format == Format::Plaintext {
+                        let _ = writeln!(out, "{} {} {ts}", self.name, Value(x));
+                    } else {
+                        let _ = writeln!(out, "{quoted},{ts},{}", Value(x));
+                    }
+                    n += 1;
+                }
+                Format::Json => {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    match value.filter(|x| x.is_finite()) {
+                        Some(x) => {
+                            let _ = write!(out, "[{},{ts}]", Value(x));
+                            n += 1;
+                        }
+                        None => {
+                            let _ = write!(out, "[null,{ts}]");
+                        }
+                    }
+                }
+            }
+        }
+        if format == Format::Json {
+            out.push_str("]}\n");
+        }
+        n
+    }
+}
+
+/// A value in the shortest text that reads back to the same `f64`: plain digits from
+/// 1e-5 to 1e16 (`72`, `0.25`), an exponent outside (`1e300`, `1.5e-7`).
+struct Value(f64);
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        let a = x.abs();
+        if !x.is_finite() || x == 0.0 || (1e-5..1e16).contains(&a) {
+            write!(f, "{x}")
+        } else {
+            write!(f, "{x:e}")
+        }
+    }
+}
+
+/// A CSV field, quoted when it holds `,`, `"`, CR or LF.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_read_back_exactly() {
+        for x in [
+            0.0,
+            -0.0,
+            72.0,
+            0.1,
+            1.0 / 3.0,
+            1e300,
+            -1.5e-7,
+            123456789012345680.0,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ] {
+            let text = Value(x).to_string();
+            assert_eq!(
+                text.parse::<f64>().unwrap().to_bits(),
+                x.to_bits(),
+                "{text}"
+            );
+        }
+        assert_eq!(Value(72.0).to_string(), "72");
+        assert_eq!(Value(1e300).to_string(), "1e300");
+    }
+
+    #[test]
+    fn raw_lines_in_each_format() {
+        let s = RawSeries::parse("a,b|c,100,130,10|1.5,None,nan,2.0").unwrap();
+        assert_eq!((s.name, s.start, s.step), ("a,b|c", 100, 10));
+        let mut out = String::new();
+        assert_eq!(s.write(Format::Plaintext, &mut out), 3);
+        assert_eq!(out, "a,b|c 1.5 100\na,b|c NaN 120\na,b|c 2 130\n");
+        out.clear();
+        s.write(Format::Csv, &mut out);
+        assert_eq!(
+            out,
+            "\"a,b|c\",100,1.5\n\"a,b|c\",120,NaN\n\"a,b|c\",130,2\n"
+        );
+        out.clear();
+        assert_eq!(s.write(Format::Json, &mut out), 2);
+        assert_eq!(
+            out,
+            "{\"target\":\"a,b|c\",\"datapoints\":[[1.5,100],[null,110],[null,120],[2,130]]}\n"
+        );
+        assert!(RawSeries::parse("garbage").is_none());
+        assert!(RawSeries::parse("x,1,2|3").is_none());
+    }
+}
