@@ -1,7 +1,7 @@
 //! `sumi export`: the series matching a glob (or all of them) over a time range, read
-//! from a running server through its Graphite API, written to stdout as carbon
-//! plaintext, CSV or JSON lines, one series at a time (streamed: nothing waits for the
-//! whole export).
+//! from a running server through its Graphite API (or from a data directory opened
+//! directly, `--data-dir`), written to stdout as carbon plaintext, CSV or JSON lines,
+//! one series at a time (streamed: nothing waits for the whole export).
 //!
 //! Names come from `/metrics/expand?leavesOnly=1` (the glob, `**` for everything) and,
 //! for everything, tagged series from `/tags/findSeries`; values from `/render` with
@@ -19,9 +19,14 @@
 
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use sumi_model::glob::PathPattern;
+use sumi_model::SystemClock;
+use sumi_server::config::{Config, ServeFlags};
+use sumi_store::{Store, TagExpr};
 
 /// Output formats of `sumi export`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,11 +43,17 @@ pub(crate) enum Format {
 #[derive(clap::Args, Debug)]
 pub(crate) struct ExportFlags {
     /// The running sumi to read, such as http://127.0.0.1:8080.
-    #[arg(long, value_name = "URL")]
-    url: String,
-    /// A file holding a read (or admin) token, when the server asks for one.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "URL", required_unless_present = "data_dir")]
+    url: Option<String>,
+    /// A file holding a read (or admin) token for --url, when the server asks for one.
+    #[arg(long, value_name = "FILE", requires = "url")]
     token_file: Option<PathBuf>,
+    /// Read a data directory directly instead, with no server running on it.
+    #[arg(long, value_name = "DIR", conflicts_with = "url")]
+    data_dir: Option<PathBuf>,
+    /// sumi.toml to read with --data-dir, for the storage settings.
+    #[arg(long, value_name = "FILE", requires = "data_dir")]
+    config: Option<PathBuf>,
     /// Series to export, a Graphite glob (`cpu.*.user`, `{a,b}.**`) or a tagged
     /// series' full name [default: every series, tagged ones included].
     #[arg(long = "match", value_name = "GLOB")]
@@ -106,7 +117,7 @@ impl Client {
                 "{url} answered {code}: {}",
                 resp.into_string().unwrap_or_default().trim()
             ),
-            Err(e) => bail!("{url}: {e}"),
+            Err(e) => bail!("{e}"),
         }
     }
 
@@ -148,6 +159,9 @@ impl Client {
 
 /// Exports to `out`; returns (series, points written).
 fn export(flags: &ExportFlags, out: &mut impl Write) -> Result<(u64, u64)> {
+    let Some(url) = &flags.url else {
+        return export_offline(flags, out);
+    };
     let token = match &flags.token_file {
         Some(p) => Some(
             std::fs::read_to_string(p)
@@ -161,7 +175,7 @@ fn export(flags: &ExportFlags, out: &mut impl Write) -> Result<(u64, u64)> {
         None => None,
     };
     let client = Client {
-        base: flags.url.trim_end_matches('/').to_string(),
+        base: url.trim_end_matches('/').to_string(),
         token,
         agent: ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(300))
@@ -195,6 +209,79 @@ fn export(flags: &ExportFlags, out: &mut impl Write) -> Result<(u64, u64)> {
     Ok((series, points))
 }
 
+/// The same from a data directory opened directly (its lock keeps a server off it);
+/// `--from` and `--until` are read as /render reads them, dates in UTC.
+fn export_offline(flags: &ExportFlags, out: &mut impl Write) -> Result<(u64, u64)> {
+    use sumi_query::attime::parse_at_time;
+    let config = Config::load(&ServeFlags::files(
+        flags.config.clone(),
+        flags.data_dir.clone(),
+    ))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let tz = chrono_tz::UTC;
+    let from = parse_at_time(&flags.from, tz, now)
+        .map_err(|e| anyhow::anyhow!("--from {}: {e}", flags.from))?;
+    let until = parse_at_time(&flags.until, tz, now)
+        .map_err(|e| anyhow::anyhow!("--until {}: {e}", flags.until))?;
+    let opts = sumi_server::store_options(&config)?;
+    let store = Store::open(opts, Arc::new(SystemClock))
+        .with_context(|| format!("opening the store in {}", config.data_dir().display()))?;
+    let result = (|| -> Result<(u64, u64)> {
+        let mut names: Vec<String> = match &flags.glob {
+            Some(g) => {
+                PathPattern::check(g).map_err(|e| anyhow::anyhow!("--match {g}: {e}"))?;
+                store
+                    .find(&PathPattern::parse(g))
+                    .into_iter()
+                    .filter(|e| e.is_leaf)
+                    .map(|e| e.path)
+                    .collect()
+            }
+            None => {
+                let mut n: Vec<String> = store
+                    .find(&PathPattern::parse("**"))
+                    .into_iter()
+                    .filter(|e| e.is_leaf)
+                    .map(|e| e.path)
+                    .collect();
+                let expr = TagExpr::parse("name=~.")
+                    .map_err(|e| anyhow::anyhow!("listing tagged series: {e}"))?;
+                n.extend(
+                    store
+                        .find_tagged(std::slice::from_ref(&expr))
+                        .map_err(|e| anyhow::anyhow!("listing tagged series: {e}"))?,
+                );
+                n
+            }
+        };
+        names.sort();
+        names.dedup();
+        let (mut series, mut points) = (0u64, 0u64);
+        let mut line = String::new();
+        for name in &names {
+            let Some(f) = store.fetch(name, from, until, now) else {
+                continue;
+            };
+            line.clear();
+            points += write_series(
+                flags.format,
+                name,
+                f.start,
+                f.step,
+                f.values.into_iter(),
+                &mut line,
+            );
+            out.write_all(line.as_bytes()).context("writing stdout")?;
+            series += 1;
+        }
+        Ok((series, points))
+    })();
+    store.close().context("closing the store")?;
+    result
+}
+
 /// One line of `format=raw`: `name,start,end,step|v,v,…` (`None` for a null).
 struct RawSeries<'a> {
     name: &'a str,
@@ -222,49 +309,64 @@ impl<'a> RawSeries<'a> {
 
     /// Appends the series to `out` in `format`; returns the points written.
     fn write(&self, format: Format, out: &mut String) -> u64 {
-        use std::fmt::Write as _;
-        let mut n = 0;
-        let values = self.values.split(',').filter(|v| !v.is_empty());
-        if format == Format::Json {
-            out.push_str("{\"target\":");
-            out.push_str(&serde_json::Value::from(self.name).to_string());
-            out.push_str(",\"datapoints\":[");
-        }
-        let quoted = csv_field(self.name);
-        for (i, v) in values.enumerate() {
-            let ts = self.start + i as i64 * self.step;
-            let value = v.parse::<f64>().ok();
-            match format {
-                Format::Plaintext | Format::Csv => {
-                    let Some(x) = value else { continue };
-                    if format == Format::Plaintext {
-                        let _ = writeln!(out, "{} {} {ts}", self.name, Value(x));
-                    } else {
-                        let _ = writeln!(out, "{quoted},{ts},{}", Value(x));
-                    }
-                    n += 1;
+        let values = self
+            .values
+            .split(',')
+            .filter(|v| !v.is_empty())
+            .map(|v| v.parse::<f64>().ok());
+        write_series(format, self.name, self.start, self.step, values, out)
+    }
+}
+
+/// Appends one series to `out` in `format`; returns the points written.
+fn write_series(
+    format: Format,
+    name: &str,
+    start: i64,
+    step: i64,
+    values: impl Iterator<Item = Option<f64>>,
+    out: &mut String,
+) -> u64 {
+    use std::fmt::Write as _;
+    let mut n = 0;
+    if format == Format::Json {
+        out.push_str("{\"target\":");
+        out.push_str(&serde_json::Value::from(name).to_string());
+        out.push_str(",\"datapoints\":[");
+    }
+    let quoted = csv_field(name);
+    for (i, value) in values.enumerate() {
+        let ts = start + i as i64 * step;
+        match format {
+            Format::Plaintext | Format::Csv => {
+                let Some(x) = value else { continue };
+                if format == Format::Plaintext {
+                    let _ = writeln!(out, "{name} {} {ts}", Value(x));
+                } else {
+                    let _ = writeln!(out, "{quoted},{ts},{}", Value(x));
                 }
-                Format::Json => {
-                    if i > 0 {
-                        out.push(',');
+                n += 1;
+            }
+            Format::Json => {
+                if i > 0 {
+                    out.push(',');
+                }
+                match value.filter(|x| x.is_finite()) {
+                    Some(x) => {
+                        let _ = write!(out, "[{},{ts}]", Value(x));
+                        n += 1;
                     }
-                    match value.filter(|x| x.is_finite()) {
-                        Some(x) => {
-                            let _ = write!(out, "[{},{ts}]", Value(x));
-                            n += 1;
-                        }
-                        None => {
-                            let _ = write!(out, "[null,{ts}]");
-                        }
+                    None => {
+                        let _ = write!(out, "[null,{ts}]");
                     }
                 }
             }
         }
-        if format == Format::Json {
-            out.push_str("]}\n");
-        }
-        n
     }
+    if format == Format::Json {
+        out.push_str("]}\n");
+    }
+    n
 }
 
 /// A value in the shortest text that reads back to the same `f64`: plain digits from

@@ -6,7 +6,7 @@
 //! - `sumi check`: verify (and repair) a data directory offline, see [`check`].
 //! - `sumi relay`: a carbon-compatible relay with on-disk queues, [`sumi_relay`].
 //! - `sumi import whisper|rrd`: history from whisper or RRD files, see [`import`].
-//! - `sumi export`: series of a running server as carbon plaintext, CSV or JSON, see
+//! - `sumi export`: series of a server or data directory as carbon plaintext, CSV or JSON, see
 //!   [`export`].
 
 use anyhow::Result;
@@ -45,8 +45,9 @@ enum Command {
     /// files or series skipped (listed at the end), 2 the import could not run.
     #[command(subcommand)]
     Import(import::ImportCommand),
-    /// Export the series of a running server matching a glob (default: all) over a
-    /// time range to stdout, as carbon plaintext, CSV or JSON lines, streamed.
+    /// Export the series of a running server (--url) or a data directory (--data-dir)
+    /// matching a glob (default: all) over a time range to stdout, as carbon
+    /// plaintext, CSV or JSON lines, streamed.
     /// Exit status: 0 done, 2 failed.
     Export(export::ExportFlags),
 }

@@ -9,10 +9,13 @@ use std::process::Command;
 use common::{now, scratch, Sumi};
 
 fn export(s: &Sumi, args: &[&str]) -> String {
+    export_with(&["--url", &format!("http://{}", s.http)], args)
+}
+
+fn export_with(source: &[&str], args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_sumi"))
         .arg("export")
-        .arg("--url")
-        .arg(format!("http://{}", s.http))
+        .args(source)
         .args(args)
         .output()
         .expect("run sumi export");
@@ -143,4 +146,11 @@ fn export_import_export_is_identical() {
             "{k:?}: {got} vs {want}"
         );
     }
+
+    // offline, from the data directory of the stopped server: the same lines
+    let mut a = a;
+    a.stop();
+    let dir_a = a.data_dir.to_str().unwrap().to_string();
+    let offline = export_with(&["--data-dir", &dir_a], &range);
+    assert_eq!(offline, first, "--data-dir export differs from --url");
 }
