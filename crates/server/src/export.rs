@@ -336,7 +336,7 @@ fn write_series(
     }
     let quoted = csv_field(name);
     for (i, value) in values.enumerate() {
-        let ts = start + i as i64 * step;
+        let ts = start.saturating_add((i as i64).saturating_mul(step));
         match format {
             Format::Plaintext | Format::Csv => {
                 let Some(x) = value else { continue };
