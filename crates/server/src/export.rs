@@ -162,18 +162,7 @@ fn export(flags: &ExportFlags, out: &mut impl Write) -> Result<(u64, u64)> {
     let Some(url) = &flags.url else {
         return export_offline(flags, out);
     };
-    let token = match &flags.token_file {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .with_context(|| format!("reading {}", p.display()))?
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.starts_with('#'))
-                .unwrap_or_default()
-                .to_string(),
-        ),
-        None => None,
-    };
+    let token = crate::import::token_from_file(flags.token_file.as_deref())?;
     let client = Client {
         base: url.trim_end_matches('/').to_string(),
         token,

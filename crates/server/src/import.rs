@@ -324,18 +324,7 @@ fn run_inner(cmd: ImportCommand) -> Result<job::Summary> {
     };
     let (target, store): (Box<dyn Target>, Option<Arc<Store>>) = match &flags.url {
         Some(url) => {
-            let token = match &flags.token_file {
-                Some(p) => Some(
-                    std::fs::read_to_string(p)
-                        .with_context(|| format!("reading {}", p.display()))?
-                        .lines()
-                        .map(str::trim)
-                        .find(|l| !l.is_empty() && !l.starts_with('#'))
-                        .unwrap_or_default()
-                        .to_string(),
-                ),
-                None => None,
-            };
+            let token = token_from_file(flags.token_file.as_deref())?;
             let url = format!("{}/api/v0/import", url.trim_end_matches('/'));
             let agent = ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(300))
@@ -367,6 +356,22 @@ fn run_inner(cmd: ImportCommand) -> Result<job::Summary> {
             .context("closing the store (what was imported is in its WAL)")?;
     }
     Ok(result?)
+}
+
+/// The token a `--token-file` holds for a client: its first line that is neither empty
+/// nor a `#` comment, trimmed (the format of the server's token files).
+pub(crate) fn token_from_file(path: Option<&Path>) -> Result<Option<String>> {
+    let Some(p) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    Ok(Some(
+        text.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .unwrap_or_default()
+            .to_string(),
+    ))
 }
 
 #[cfg(test)]
