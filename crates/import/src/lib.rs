@@ -8,6 +8,8 @@
 //!   series live under `_tagged/`.
 //! - [`rrd`]: RRD files as RRDtool 1.7 writes them on x86_64 Linux, and `fetch` with
 //!   `rrdtool fetch`'s semantics. Damaged input is an [`rrd::RrdError`].
+//! - [`growthforecast`]: GrowthForecast's data directory (`gforecast.db` and its RRD
+//!   files) as graphs and the series sumi stores them in.
 //! - [`sources`]: a whisper file or an RRD file as the series it holds, with their
 //!   archives, method and xFilesFactor.
 //! - [`job`]: `sumi import`'s driver: files in parallel, a state file to resume,
@@ -17,6 +19,7 @@
 //! Format notes: `docs/format/whisper.md`, `docs/format/rrd.md`.
 
 pub mod carbon;
+pub mod growthforecast;
 pub mod job;
 pub mod rrd;
 pub mod sources;
