@@ -8,6 +8,7 @@
 //!   series live under `_tagged/`.
 //! - [`rrd`]: RRD files as RRDtool 1.7 writes them on x86_64 Linux, and `fetch` with
 //!   `rrdtool fetch`'s semantics. Damaged input is an [`rrd::RrdError`].
+//! - [`export_lines`]: the lines `sumi export` reads (`/render?format=raw`) and writes.
 //! - [`growthforecast`]: GrowthForecast's data directory (`gforecast.db` and its RRD
 //!   files) as graphs and the series sumi stores them in.
 //! - [`sources`]: a whisper file or an RRD file as the series it holds, with their
@@ -19,6 +20,7 @@
 //! Format notes: `docs/format/whisper.md`, `docs/format/rrd.md`.
 
 pub mod carbon;
+pub mod export_lines;
 pub mod growthforecast;
 pub mod job;
 pub mod rrd;
