@@ -1,6 +1,7 @@
 //! Fuzz target for what `sumi import growthforecast` reads besides RRD files
 //! (`sumi_import::growthforecast`): the `meta` JSON of GrowthForecast's rows, and the
-//! counter it rebuilds from a `DERIVE` graph's rates.
+//! counter it rebuilds from a `DERIVE` graph's rates, and a `mysqldump` of its MySQL
+//! database.
 //!
 //! The first byte picks, the rest is the input. Accepted outcomes, anything else
 //! panics:
@@ -13,9 +14,14 @@
 //!   increasing times to `counter_from_rates`: times strictly increasing, one point
 //!   per rate plus one before each rate whose previous row is missing, each rate
 //!   times the step the counter's change to its row (to rounding), the last value
-//!   the one asked for (to rounding).
+//!   the one asked for (to rounding);
+//! - 3: a `mysqldump` file to `sumi_import::mysqldump::parse_dump`: never a panic; a
+//!   table's rows are as long as its columns when they are known; a problem is at a
+//!   byte inside the text, and reading the text cut there gives the same tables
+//!   without a problem.
 
 use sumi_import::growthforecast::{complex_meta, counter_from_rates, graph_meta};
+use sumi_import::mysqldump::parse_dump;
 
 use crate::Input;
 
@@ -29,7 +35,7 @@ fn object(text: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
 /// One input.
 pub fn gf_meta(data: &[u8]) {
     let mut input = Input(data);
-    match input.byte() % 3 {
+    match input.byte() % 4 {
         0 => {
             let text = String::from_utf8_lossy(input.0);
             match graph_meta(&text) {
@@ -69,6 +75,24 @@ pub fn gf_meta(data: &[u8]) {
                     assert!(!items[0].stack);
                 }
                 Err(e) => assert!(!e.is_empty()),
+            }
+        }
+        3 => {
+            let d = parse_dump(input.0);
+            for t in d.tables.values() {
+                if !t.columns.is_empty() {
+                    assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
+                }
+            }
+            if let Some((at, why)) = &d.problem {
+                assert!(*at < input.0.len(), "a problem past the end");
+                assert!(!why.is_empty());
+                let before = parse_dump(&input.0[..*at]);
+                assert!(
+                    before.problem.is_none(),
+                    "the text before a problem reads cleanly"
+                );
+                assert_eq!(before.tables, d.tables);
             }
         }
         _ => {

@@ -408,15 +408,120 @@ pub fn read_sqlite(path: &Path) -> Result<GfData, String> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
+    read_connection(&conn, path)
+}
+
+/// The columns of GrowthForecast's MySQL tables in its `CREATE TABLE` order, for a
+/// dump whose `INSERT`s name none and that holds no `CREATE TABLE`.
+const MYSQL_COLUMNS: [(&str, &[&str]); 3] = [
+    (
+        "graphs",
+        &[
+            "id",
+            "service_name",
+            "section_name",
+            "graph_name",
+            "number",
+            "mode",
+            "description",
+            "sort",
+            "gmode",
+            "color",
+            "ulimit",
+            "llimit",
+            "sulimit",
+            "sllimit",
+            "type",
+            "stype",
+            "meta",
+            "created_at",
+            "updated_at",
+            "timestamp",
+        ],
+    ),
+    (
+        "complex_graphs",
+        &[
+            "id",
+            "service_name",
+            "section_name",
+            "graph_name",
+            "number",
+            "description",
+            "sort",
+            "meta",
+            "created_at",
+            "updated_at",
+        ],
+    ),
+    (
+        "vrules",
+        &["id", "graph_path", "time", "color", "description", "dashes"],
+    ),
+];
+
+/// Reads a `mysqldump` of GrowthForecast's MySQL database (`--mysql`): the tables
+/// `graphs`, `complex_graphs` and `vrules` ([`crate::mysqldump`]), read as the SQLite
+/// database is. Where the dump could not be read further is one of the problems.
+pub fn read_mysql_dump(path: &Path) -> Result<GfData, String> {
+    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let dump = crate::mysqldump::parse_dump(&text);
+    let conn = Connection::open_in_memory().map_err(|e| format!("an in-memory database: {e}"))?;
+    for (table, default_cols) in MYSQL_COLUMNS {
+        let Some(t) = dump.tables.get(table) else {
+            continue;
+        };
+        let cols: Vec<String> = if t.columns.is_empty() {
+            default_cols.iter().map(|c| c.to_string()).collect()
+        } else {
+            t.columns.clone()
+        };
+        let quoted: Vec<String> = cols
+            .iter()
+            .map(|c| format!("\"{}\"", c.replace('"', "\"\"")))
+            .collect();
+        conn.execute_batch(&format!("CREATE TABLE {table} ({})", quoted.join(", ")))
+            .map_err(|e| format!("{}: table {table}: {e}", path.display()))?;
+        let mut st = conn
+            .prepare(&format!(
+                "INSERT INTO {table} VALUES ({})",
+                vec!["?"; cols.len()].join(", ")
+            ))
+            .map_err(|e| format!("{}: table {table}: {e}", path.display()))?;
+        for row in &t.rows {
+            if row.len() != cols.len() {
+                continue;
+            }
+            let values = row.iter().map(|v| match v {
+                crate::mysqldump::SqlValue::Null => rusqlite::types::Value::Null,
+                crate::mysqldump::SqlValue::Int(i) => rusqlite::types::Value::Integer(*i),
+                crate::mysqldump::SqlValue::Real(f) => rusqlite::types::Value::Real(*f),
+                crate::mysqldump::SqlValue::Text(t) => rusqlite::types::Value::Text(t.clone()),
+            });
+            st.execute(rusqlite::params_from_iter(values))
+                .map_err(|e| format!("{}: table {table}: {e}", path.display()))?;
+        }
+    }
+    let mut d = read_connection(&conn, path)?;
+    if let Some((at, why)) = dump.problem {
+        d.problems.push((
+            format!("the dump at byte {at}"),
+            format!("{why}; read no further"),
+        ));
+    }
+    Ok(d)
+}
+
+fn read_connection(conn: &Connection, path: &Path) -> Result<GfData, String> {
     let mut d = GfData::default();
     let mut problems = Vec::new();
-    d.graphs = rows(&conn, "graphs", true, &mut problems, graph_row)
+    d.graphs = rows(conn, "graphs", true, &mut problems, graph_row)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    d.complexes = rows(&conn, "complex_graphs", false, &mut problems, complex_row)
+    d.complexes = rows(conn, "complex_graphs", false, &mut problems, complex_row)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    d.vrules = rows(&conn, "vrules", false, &mut problems, vrule_row)
+    d.vrules = rows(conn, "vrules", false, &mut problems, vrule_row)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    d.problems = problems;
+    d.problems.extend(problems);
     Ok(d)
 }
 

@@ -11,6 +11,7 @@
 //! - [`export_lines`]: the lines `sumi export` reads (`/render?format=raw`) and writes.
 //! - [`growthforecast`]: GrowthForecast's data directory (`gforecast.db` and its RRD
 //!   files) as graphs and the series sumi stores them in.
+//! - [`mysqldump`]: the rows of a `mysqldump` file (GrowthForecast's MySQL back end).
 //! - [`sources`]: a whisper file or an RRD file as the series it holds, with their
 //!   archives, method and xFilesFactor.
 //! - [`job`]: `sumi import`'s driver: files in parallel, a state file to resume,
@@ -23,6 +24,7 @@ pub mod carbon;
 pub mod export_lines;
 pub mod growthforecast;
 pub mod job;
+pub mod mysqldump;
 pub mod rrd;
 pub mod sources;
 pub mod values;

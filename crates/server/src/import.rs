@@ -55,6 +55,11 @@ pub(crate) enum ImportCommand {
         /// The directory GrowthForecast ran with (its --data-dir), holding
         /// gforecast.db and the RRD files.
         gf_data_dir: PathBuf,
+        /// Read the graphs from this mysqldump of GrowthForecast's MySQL database
+        /// (its --mysql back end) instead of GF_DATA_DIR/gforecast.db [default: the
+        /// one .sql file in GF_DATA_DIR when there is no gforecast.db].
+        #[arg(long, value_name = "FILE")]
+        mysql_dump: Option<PathBuf>,
         #[command(flatten)]
         flags: ImportFlags,
     },
@@ -268,8 +273,13 @@ pub(crate) fn absolute(p: &Path) -> PathBuf {
 
 /// Runs `sumi import …`; returns the exit status.
 pub(crate) fn run(cmd: ImportCommand) -> i32 {
-    if let ImportCommand::Growthforecast { gf_data_dir, flags } = &cmd {
-        return match crate::import_gf::run(gf_data_dir, flags) {
+    if let ImportCommand::Growthforecast {
+        gf_data_dir,
+        mysql_dump,
+        flags,
+    } = &cmd
+    {
+        return match crate::import_gf::run(gf_data_dir, mysql_dump.as_deref(), flags) {
             Ok((summary, counts)) => {
                 print!("{}{}", counts.to_text(), summary.to_text());
                 i32::from(!summary.skipped.is_empty())

@@ -1,6 +1,6 @@
 //! `sumi import growthforecast GF_DATA_DIR`: GrowthForecast's graphs, complex graphs
 //! and vertical rules (from `gforecast.db`) with each graph's history (from its RRD
-//! files) into a data directory (`--data-dir`, `--config`, no server running on it) or
+//! files; or from a mysqldump of its MySQL database, `--mysql-dump`) into a data directory (`--data-dir`, `--config`, no server running on it) or
 //! into a running server (`--url`).
 //!
 //! First the history: one unit of the import job ([`sumi_import::job`]) per graph,
@@ -445,16 +445,54 @@ type Targets = (Box<dyn job::Target>, Option<Arc<Store>>, Box<dyn Meta>);
 
 /// Runs the import; the job's summary (with the metadata's problems among its skips)
 /// and the metadata counts.
-pub(crate) fn run(gf_dir: &Path, flags: &ImportFlags) -> Result<(job::Summary, MetaCounts)> {
-    let db_path = gf_dir.join(gf::DB_FILE);
-    if !db_path.is_file() {
-        bail!(
-            "no {} in {} (the directory GrowthForecast ran with, its --data-dir)",
-            gf::DB_FILE,
-            gf_dir.display()
-        );
+pub(crate) fn run(
+    gf_dir: &Path,
+    mysql_dump: Option<&Path>,
+    flags: &ImportFlags,
+) -> Result<(job::Summary, MetaCounts)> {
+    if !gf_dir.is_dir() {
+        bail!("{} is not a directory", gf_dir.display());
     }
-    let mut data = gf::read_sqlite(&db_path).map_err(anyhow::Error::msg)?;
+    let sqlite = gf_dir.join(gf::DB_FILE);
+    let dump = match mysql_dump {
+        Some(p) => Some(p.to_path_buf()),
+        None if sqlite.is_file() => None,
+        None => {
+            let sql: Vec<PathBuf> = std::fs::read_dir(gf_dir)
+                .with_context(|| format!("reading {}", gf_dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "sql") && p.is_file())
+                .collect();
+            match sql.as_slice() {
+                [one] => {
+                    eprintln!(
+                        "sumi import: no {} in {}; reading the mysqldump {}",
+                        gf::DB_FILE,
+                        gf_dir.display(),
+                        one.display()
+                    );
+                    Some(one.clone())
+                }
+                _ => bail!(
+                    "no {} in {} (the directory GrowthForecast ran with, its --data-dir); \
+                     for GrowthForecast on MySQL pass a mysqldump of its database with --mysql-dump",
+                    gf::DB_FILE,
+                    gf_dir.display()
+                ),
+            }
+        }
+    };
+    let (db_path, data) = match dump {
+        Some(p) => {
+            let d = gf::read_mysql_dump(&p).map_err(anyhow::Error::msg)?;
+            (p, d)
+        }
+        None => {
+            let d = gf::read_sqlite(&sqlite).map_err(anyhow::Error::msg)?;
+            (sqlite, d)
+        }
+    };
+    let mut data = data;
     let mut problems: Vec<Skip> = std::mem::take(&mut data.problems)
         .into_iter()
         .map(|(row, why)| Skip {

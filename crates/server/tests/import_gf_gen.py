@@ -1,6 +1,6 @@
 """The GrowthForecast side of `cargo test -p sumi --test import_gf`.
 
-    /usr/bin/python3 import_gf_gen.py GF_DATA_DIR
+    /usr/bin/python3 import_gf_gen.py GF_DATA_DIR DUMP_FILE
 
 Leaves GF_DATA_DIR as a GrowthForecast server (kazeburo/GrowthForecast, SQLite
 back end) leaves its --data-dir, built the way GrowthForecast builds it:
@@ -15,6 +15,10 @@ back end) leaves its --data-dir, built the way GrowthForecast builds it:
   each graph's number every 5 minutes and every minute, with the difference from the
   previous sample in `sub`, as GrowthForecast's workers do; DERIVE for a graph whose
   first post said derive.
+
+The same tables are also written to DUMP_FILE as `mysqldump` writes GrowthForecast's
+MySQL database (--mysql): settings comments, `CREATE TABLE` with the MySQL columns,
+`LOCK TABLES`, one extended `INSERT` a table with MySQL's string escapes.
 
 Posts are simulated relative to the real current time, seeded. Then rrdtool fetches
 each graph's files over the ranges the test reads, and one JSON document goes to
@@ -104,7 +108,7 @@ CREATE INDEX time_graph_path on vrules (time, graph_path);
 GRAPHS = [
     (1, "web", "access", "pv", "count", {}, ("count", 7 * MIN)),
     (2, "web", "access", "uu", "gauge",
-     {"color": "#3366cc", "sort": 12, "description": "unique users",
+     {"color": "#3366cc", "sort": 12, "description": "unique users (\"UU\"), it's daily",
       "gmode": "both", "type": "LINE1", "stype": "LINE2"}, ("walk", 11 * MIN)),
     (3, "web", "latency", "p99", "gauge",
      {"ulimit": 900, "llimit": 0, "color": "#cc3399",
@@ -216,6 +220,61 @@ def fetch(path, step, start, end):
     return [[first + (k + 1) * res, bits(r[col])] for k, r in enumerate(rows)]
 
 
+MYSQL_TYPES = {
+    "id": "int(10) unsigned NOT NULL AUTO_INCREMENT",
+    "number": "bigint(20) NOT NULL DEFAULT '0'",
+    "sort": "int(10) unsigned NOT NULL DEFAULT '0'",
+    "time": "int(10) unsigned NOT NULL",
+    "created_at": "int(10) unsigned NOT NULL",
+    "updated_at": "int(10) unsigned NOT NULL",
+    "timestamp": "int(10) unsigned DEFAULT NULL",
+    "meta": "text",
+    "description": "varchar(255) NOT NULL DEFAULT ''",
+}
+
+
+def sql_value(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    out = []
+    for c in v:
+        out.append({"\\": "\\\\", "'": "\\'", '"': '\\"', "\n": "\\n",
+                    "\r": "\\r", "\0": "\\0", "\x1a": "\\Z"}.get(c, c))
+    return "'" + "".join(out) + "'"
+
+
+def write_dump(db, path):
+    """The tables as mysqldump 10.13 writes them (default options)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("-- MySQL dump 10.13  Distrib 5.7.44, for Linux (x86_64)\n--\n"
+                "-- Host: localhost    Database: growthforecast\n"
+                "-- ------------------------------------------------------\n\n"
+                "/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;\n"
+                "/*!40101 SET NAMES utf8 */;\n/*!40103 SET TIME_ZONE='+00:00' */;\n\n")
+        for table in ("graphs", "prev_graphs", "complex_graphs", "vrules"):
+            cur = db.execute("SELECT * FROM %s ORDER BY rowid" % table)
+            cols = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+            f.write("--\n-- Table structure for table `%s`\n--\n\n" % table)
+            f.write("DROP TABLE IF EXISTS `%s`;\n" % table)
+            f.write("CREATE TABLE `%s` (\n" % table)
+            for c in cols:
+                t = MYSQL_TYPES.get(c, "varchar(255) COLLATE utf8_bin NOT NULL DEFAULT ''")
+                f.write("  `%s` %s,\n" % (c, t))
+            f.write("  PRIMARY KEY (`%s`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8;\n\n" % cols[0])
+            f.write("LOCK TABLES `%s` WRITE;\n" % table)
+            f.write("/*!40000 ALTER TABLE `%s` DISABLE KEYS */;\n" % table)
+            if rows:
+                f.write("INSERT INTO `%s` VALUES %s;\n" % (table, ",".join(
+                    "(" + ",".join(sql_value(v) for v in r) + ")" for r in rows)))
+            f.write("/*!40000 ALTER TABLE `%s` ENABLE KEYS */;\nUNLOCK TABLES;\n\n" % table)
+        f.write("-- Dump completed on 2026-11-27  9:00:00\n")
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -294,6 +353,7 @@ def main():
             "INSERT INTO vrules (graph_path, time, color, description, dashes) "
             "VALUES (?,?,?,?,?)", (path, t, color, desc, dashes))
     db.commit()
+    write_dump(db, sys.argv[2])
     db.close()
     json.dump({"t0": t0, "graphs": report}, sys.stdout)
 
