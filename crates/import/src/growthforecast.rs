@@ -735,3 +735,43 @@ mod tests {
         assert_eq!(d, [1.0, 2.0, 0.0, 0.5]);
     }
 }
+
+#[cfg(test)]
+mod db_tests {
+    use super::*;
+
+    #[test]
+    fn rows_of_wrong_types_are_problems_and_the_rest_is_read() {
+        let dir = std::env::temp_dir().join(format!("sumi-gf-db-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(DB_FILE);
+        let conn = Connection::open(&path).unwrap();
+        // an old GrowthForecast: no mode, timestamp or vrules; sort typed loosely
+        conn.execute_batch(
+            "CREATE TABLE graphs (id INTEGER PRIMARY KEY, service_name, section_name, \
+             graph_name, number, sort, meta, created_at, updated_at);
+             INSERT INTO graphs VALUES (1, 's', 't', 'ok', 2.5, '7', NULL, 10, 20);
+             INSERT INTO graphs VALUES (2, 's', 't', 'bad sort', 1, 'high', NULL, 10, 20);
+             INSERT INTO graphs VALUES (3, 's', '', 'no section', 1, 0, NULL, 10, 20);
+             INSERT INTO graphs VALUES (4, 's', 't', 'blob', X'00', 0, NULL, 10, 20);",
+        )
+        .unwrap();
+        drop(conn);
+        let d = read_sqlite(&path).unwrap();
+        assert_eq!(d.graphs.len(), 1);
+        let g = &d.graphs[0];
+        assert_eq!((g.number, g.sort, g.mode.as_str()), (2.5, 7, "gauge"));
+        assert_eq!((g.adjust.as_str(), g.timestamp), ("*", None));
+        let rows: Vec<&str> = d.problems.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(rows, ["graphs row 2", "graphs row 3", "graphs row 4"]);
+        assert!(d.problems[0].1.contains("sort"), "{:?}", d.problems);
+        assert!(d.complexes.is_empty() && d.vrules.is_empty());
+        // not a GrowthForecast database at all
+        std::fs::write(dir.join("other.db"), b"").unwrap();
+        assert!(read_sqlite(&dir.join("other.db"))
+            .unwrap_err()
+            .contains("no table graphs"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
