@@ -55,6 +55,9 @@ pub struct Config {
     /// Keep one peak per view (each view compared with its own past) rather than one
     /// for all.
     pub peak_per_view: bool,
+    /// Share of a new, larger surprise that the peak takes on (1 = the peak is the
+    /// decaying maximum; lower = one incident does not mask the next one for long).
+    pub peak_rise: f64,
 }
 
 impl Default for Config {
@@ -81,6 +84,7 @@ impl Default for Config {
             peak_decay: 0.9998,
             peak_floor: 0.5,
             peak_per_view: true,
+            peak_rise: 1.0,
         }
     }
 }
@@ -116,6 +120,7 @@ impl Config {
             "peak_decay" => self.peak_decay = num(key, value)?,
             "peak_floor" => self.peak_floor = num(key, value)?,
             "peak_per_view" => self.peak_per_view = num(key, value)?,
+            "peak_rise" => self.peak_rise = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -167,6 +172,7 @@ impl Config {
             ("alarm", self.alarm),
             ("damp", self.damp),
             ("peak_decay", self.peak_decay),
+            ("peak_rise", self.peak_rise),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));

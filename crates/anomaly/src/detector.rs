@@ -91,8 +91,10 @@ pub struct Detector {
     cfg: Config,
     pub(crate) st: State,
     views: Views,
-    /// Reused buffer for order statistics; not part of the state.
-    scratch: Vec<f64>,
+    /// The long window's values in ascending order (`f64::total_cmp`), kept beside the
+    /// ring so the median and the median absolute deviation cost O(log n) per point.
+    /// Not saved: rebuilt from the ring on restore.
+    sorted: Vec<f64>,
 }
 
 impl Detector {
@@ -122,8 +124,11 @@ impl Detector {
     }
 
     pub(crate) fn from_state(cfg: Config, st: State) -> Detector {
+        let mut sorted = Vec::with_capacity(cfg.window);
+        sorted.extend_from_slice(&st.ring);
+        sorted.sort_unstable_by(f64::total_cmp);
         Detector {
-            scratch: Vec::with_capacity(cfg.window),
+            sorted,
             cfg,
             st,
             views: Views::default(),
@@ -155,7 +160,7 @@ impl Detector {
             + self.cfg.window * 8
             + self.cfg.context
             + self.st.table.len()
-            + self.scratch.capacity() * 8
+            + self.sorted.capacity() * 8
     }
 
     /// Takes the point `(ts, value)` (ts in seconds) and returns its anomaly score in
@@ -196,22 +201,18 @@ impl Detector {
         self.st.ring[(self.st.head + n - 1 - k) % n]
     }
 
-    /// Median and robust spread of the long window.
+    /// Median and robust spread of the long window, from the sorted copy: the median is
+    /// the middle element, the median absolute deviation the middle element of two sorted
+    /// runs (distances to the right and to the left of the median), found by bisection.
     fn level_and_spread(&mut self) -> (f64, f64) {
-        self.scratch.clear();
-        self.scratch.extend_from_slice(&self.st.ring);
-        let n = self.scratch.len();
+        let v = &self.sorted;
+        let n = v.len();
         let mid = n / 2;
-        let med = *self.scratch.select_nth_unstable_by(mid, f64::total_cmp).1;
-        let mut abs_sum = 0.0;
-        for v in self.scratch.iter_mut() {
-            *v = (*v - med).abs();
-            abs_sum += *v;
-        }
-        let mad = *self.scratch.select_nth_unstable_by(mid, f64::total_cmp).1;
-        let mut spread = 1.4826 * mad;
+        let med = v[mid];
+        let mut spread = 1.4826 * kth_abs_dev(v, mid, mid);
         if spread <= 0.0 {
             // Mostly constant series: the mean absolute deviation still sees the rare moves.
+            let abs_sum: f64 = v.iter().map(|x| (x - med).abs()).sum();
             spread = 1.2533 * abs_sum / n as f64;
         }
         let floor = 1e-9 * (1.0 + med.abs());
@@ -285,7 +286,12 @@ impl Detector {
             if cfg.peak_per_view {
                 for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
                     r = r.max(z / peak.max(cfg.peak_floor));
-                    *peak = (*peak * cfg.peak_decay).max(*z);
+                    let d = *peak * cfg.peak_decay;
+                    *peak = if *z > d {
+                        d + (z - d) * cfg.peak_rise
+                    } else {
+                        d
+                    };
                 }
             } else {
                 let z = zs.iter().fold(0.0f64, |a, &b| a.max(b));
@@ -370,12 +376,87 @@ impl Detector {
                     256.0
                 };
         }
+        if self.st.ring.len() == self.cfg.window {
+            let old = self.st.ring[self.st.head];
+            let at = self
+                .sorted
+                .binary_search_by(|p| p.total_cmp(&old))
+                .expect("window value in its sorted copy");
+            self.sorted.remove(at);
+        }
+        let at = self.sorted.partition_point(|p| p.total_cmp(&x).is_lt());
+        self.sorted.insert(at, x);
         if self.st.ring.len() < self.cfg.window {
             self.st.ring.push(x);
             self.st.head = self.st.ring.len() % self.cfg.window;
         } else {
             self.st.ring[self.st.head] = x;
             self.st.head = (self.st.head + 1) % self.cfg.window;
+        }
+    }
+}
+
+/// The `k`-th smallest (0-based) of `|v[i] - v[mid]|` over the sorted slice `v`: the
+/// distances form two ascending runs, `v[mid..] - med` and `med - v[..mid]` read
+/// backwards; bisect on how many of the `k + 1` smallest come from the first run.
+fn kth_abs_dev(v: &[f64], mid: usize, k: usize) -> f64 {
+    let med = v[mid];
+    let a_len = v.len() - mid;
+    let b_len = mid;
+    let a = |t: usize| v[mid + t] - med;
+    let b = |t: usize| med - v[mid - 1 - t];
+    let want = k + 1;
+    let (mut lo, mut hi) = (want.saturating_sub(b_len), want.min(a_len));
+    loop {
+        let i = (lo + hi) / 2;
+        let j = want - i;
+        if i > 0 && j < b_len && a(i - 1) > b(j) {
+            hi = i - 1;
+        } else if j > 0 && i < a_len && b(j - 1) > a(i) {
+            lo = i + 1;
+        } else {
+            let from_a = if i > 0 { a(i - 1) } else { f64::NEG_INFINITY };
+            let from_b = if j > 0 { b(j - 1) } else { f64::NEG_INFINITY };
+            return from_a.max(from_b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kth_abs_dev;
+
+    /// The bisection agrees with sorting all distances, with ties and odd/even lengths.
+    #[test]
+    fn kth_abs_dev_matches_sorting() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for n in 1..80 {
+            for round in 0..20 {
+                let mut v: Vec<f64> = (0..n)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        let r = (seed % 1000) as f64;
+                        if round % 2 == 0 {
+                            (r / 100.0).floor()
+                        } else {
+                            r * 0.37 - 150.0
+                        }
+                    })
+                    .collect();
+                v.sort_unstable_by(f64::total_cmp);
+                let mid = n / 2;
+                let mut d: Vec<f64> = v.iter().map(|x| (x - v[mid]).abs()).collect();
+                d.sort_unstable_by(f64::total_cmp);
+                for k in 0..n {
+                    assert_eq!(
+                        kth_abs_dev(&v, mid, k).to_bits(),
+                        d[k].to_bits(),
+                        "n {n} k {k} {v:?}"
+                    );
+                }
+            }
         }
     }
 }
