@@ -1,23 +1,32 @@
 //! A detector's state as bytes, to survive restarts.
 //!
 //! ```text
-//! magic "SUMIANO" | version u8 (1)
+//! magic "SUMIANO" | version u8 (2)
 //! window u32 | context u32 | table_bits u32          sizes: must match the Config
 //! last_ts i64 | has_last_ts u8 | seen u64 | ignored u64 | step f64
 //! ring_len u32 | head u32 | ring_len × f64
 //! bins_len u32 | bins_len × i8
-//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64 | 5 × peak f64
+//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64 | 6 × peak f64
 //! novel_fast f64 | novel_slow f64 | usual_step f64
+//! first_ts i64 | season u64 | profile_len u32 | profile_len × f64   (version 2 on)
+//! profile_len × u8 (points learnt per profile bin)                  (version 2 on)
+//! resid_fast f64 | resid_usual f64 | resid_n u32                    (version 2 on)
 //! crc32c u32 of everything before it
 //! ```
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
+//!
+//! Version 1 (before the seasonal view: 5 peaks, no seasonal part) is still read: the
+//! restored detector keeps everything it had learnt and starts its seasonal profile
+//! from the restore, as a new series would.
 
 use crate::config::Config;
 use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// Oldest version [`Detector::restore`] reads.
+const OLDEST: u8 = 1;
 
 /// Why saved state could not be restored.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -26,7 +35,9 @@ pub enum DecodeError {
     TooShort(usize),
     #[error("anomaly state: bad magic (not a detector state)")]
     BadMagic,
-    #[error("anomaly state: version {0} is not supported (expected {VERSION})")]
+    #[error(
+        "anomaly state: version {0} is not supported (this build reads {OLDEST} to {VERSION})"
+    )]
     Version(u8),
     #[error("anomaly state: crc32c mismatch (stored {stored:#010x}, computed {computed:#010x})")]
     Crc { stored: u32, computed: u32 },
@@ -72,6 +83,16 @@ impl Detector {
         b.extend_from_slice(&st.novel_fast.to_le_bytes());
         b.extend_from_slice(&st.novel_slow.to_le_bytes());
         b.extend_from_slice(&st.usual_step.to_le_bytes());
+        b.extend_from_slice(&st.first_ts.to_le_bytes());
+        b.extend_from_slice(&self.config().season.to_le_bytes());
+        b.extend_from_slice(&(st.profile.len() as u32).to_le_bytes());
+        for v in &st.profile {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&st.profile_n);
+        b.extend_from_slice(&st.resid_fast.to_le_bytes());
+        b.extend_from_slice(&st.resid_usual.to_le_bytes());
+        b.extend_from_slice(&st.resid_n.to_le_bytes());
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
@@ -91,7 +112,7 @@ impl Detector {
             return Err(DecodeError::BadMagic);
         }
         let version = r.u8()?;
-        if version != VERSION {
+        if !(OLDEST..=VERSION).contains(&version) {
             return Err(DecodeError::Version(version));
         }
         let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
@@ -159,7 +180,8 @@ impl Detector {
         let inserts = r.u64()?;
         let since_alarm = r.u64()?;
         let mut peak = [0.0; VIEWS];
-        for p in &mut peak {
+        let peaks = if version == 1 { 5 } else { VIEWS };
+        for p in &mut peak[..peaks] {
             *p = f64::from_bits(r.u64()?);
             if !(p.is_finite() && *p >= 0.0) {
                 return Err(DecodeError::Invalid("bad peak", r.at - 8));
@@ -173,6 +195,44 @@ impl Detector {
         let usual_step = f64::from_bits(r.u64()?);
         if !(usual_step.is_finite() && usual_step >= 0.0) {
             return Err(DecodeError::Invalid("bad usual step", r.at - 8));
+        }
+        let (mut first_ts, mut profile, mut profile_n) = (last_ts.unwrap_or(0), vec![], vec![]);
+        let (mut resid_fast, mut resid_usual, mut resid_n) = (0.0, 0.0, 0);
+        if version >= 2 {
+            first_ts = r.u64()? as i64;
+            let season = r.u64()?;
+            let len = r.u32()? as usize;
+            if len > 0 && (season != cfg.season || len != cfg.season_bins()) {
+                // Another season or bin count: the profile means nothing here; relearn it.
+                r.take(
+                    len.checked_mul(9)
+                        .ok_or(DecodeError::Invalid("bad profile length", r.at))?,
+                )?;
+                first_ts = last_ts.unwrap_or(0);
+            } else {
+                for _ in 0..len {
+                    let v = f64::from_bits(r.u64()?);
+                    if !v.is_finite() {
+                        return Err(DecodeError::Invalid("non-finite profile value", r.at - 8));
+                    }
+                    profile.push(v);
+                }
+                profile_n.extend_from_slice(r.take(len)?);
+            }
+            resid_fast = f64::from_bits(r.u64()?);
+            resid_usual = f64::from_bits(r.u64()?);
+            resid_n = r.u32()?;
+            if !(resid_fast.is_finite() && resid_usual.is_finite() && resid_usual >= 0.0)
+                || resid_n > 256
+            {
+                return Err(DecodeError::Invalid("bad seasonal residual", r.at - 20));
+            }
+            if profile.is_empty() {
+                first_ts = last_ts.unwrap_or(0);
+                resid_fast = 0.0;
+                resid_usual = 0.0;
+                resid_n = 0;
+            }
         }
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
@@ -192,6 +252,12 @@ impl Detector {
             novel_fast,
             novel_slow,
             usual_step,
+            first_ts,
+            profile,
+            profile_n,
+            resid_fast,
+            resid_usual,
+            resid_n,
         };
         Ok(Detector::from_state(cfg, st))
     }

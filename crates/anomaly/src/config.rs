@@ -58,6 +58,15 @@ pub struct Config {
     /// Share of a new, larger surprise that the peak takes on (1 = the peak is the
     /// decaying maximum; lower = one incident does not mask the next one for long).
     pub peak_rise: f64,
+    /// Length of the season in seconds (86,400: a day); 0 turns the seasonal view off.
+    pub season: u64,
+    /// Phase bins per season in the seasonal profile.
+    pub bins_per_season: usize,
+    /// Share of a residual a profile bin takes on per point.
+    pub season_rate: f64,
+    /// Recent mean residual from the seasonal profile, in usual absolute residuals, at
+    /// which the seasonal view scores 0.5.
+    pub season_half: f64,
 }
 
 impl Default for Config {
@@ -85,11 +94,24 @@ impl Default for Config {
             peak_floor: 0.5,
             peak_per_view: true,
             peak_rise: 1.0,
+            season: 86_400,
+            bins_per_season: 48,
+            season_rate: 0.05,
+            season_half: 4.0,
         }
     }
 }
 
 impl Config {
+    /// Bins of the seasonal profile (0 when the seasonal view is off).
+    pub(crate) fn season_bins(&self) -> usize {
+        if self.season == 0 {
+            0
+        } else {
+            self.bins_per_season
+        }
+    }
+
     /// Sets one field by name from text (`window=256`), for configuration files and
     /// experiments. Unknown names and unparsable or out-of-range values are errors.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -121,6 +143,10 @@ impl Config {
             "peak_floor" => self.peak_floor = num(key, value)?,
             "peak_per_view" => self.peak_per_view = num(key, value)?,
             "peak_rise" => self.peak_rise = num(key, value)?,
+            "season" => self.season = num(key, value)?,
+            "bins_per_season" => self.bins_per_season = num(key, value)?,
+            "season_rate" => self.season_rate = num(key, value)?,
+            "season_half" => self.season_half = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -153,6 +179,7 @@ impl Config {
             ("bin_width", self.bin_width),
             ("gap_half", self.gap_half),
             ("pattern_half", self.pattern_half),
+            ("season_half", self.season_half),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("anomaly settings: {name} must be > 0"));
@@ -173,10 +200,20 @@ impl Config {
             ("damp", self.damp),
             ("peak_decay", self.peak_decay),
             ("peak_rise", self.peak_rise),
+            ("season_rate", self.season_rate),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));
             }
+        }
+        if self.season > 10 * 365 * 86_400 {
+            return bad("season must be at most ten years (seconds)");
+        }
+        if self.season > 0 && !(1..=4096).contains(&self.bins_per_season) {
+            return bad("bins_per_season must be 1..=4096");
+        }
+        if self.season > 0 && self.bins_per_season as u64 > self.season {
+            return bad("bins_per_season must not exceed season (seconds)");
         }
         Ok(())
     }

@@ -21,7 +21,7 @@
 use crate::config::Config;
 
 /// Number of views, and of peaks kept in the state.
-pub(crate) const VIEWS: usize = 5;
+pub(crate) const VIEWS: usize = 6;
 
 /// The per-view scores of the last accepted point, for explanations ("reason").
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -31,6 +31,7 @@ pub struct Views {
     pub spread: f64,
     pub pattern: f64,
     pub gap: f64,
+    pub season: f64,
 }
 
 impl Views {
@@ -42,6 +43,7 @@ impl Views {
             (self.spread, "spread change"),
             (self.pattern, "new pattern"),
             (self.gap, "gap"),
+            (self.season, "broken rhythm"),
         ];
         let mut best = all[0];
         for v in all {
@@ -81,6 +83,21 @@ pub(crate) struct State {
     pub(crate) novel_slow: f64,
     /// Long-run typical absolute change between neighbouring values.
     pub(crate) usual_step: f64,
+    /// First accepted timestamp: the seasonal view waits for two seasons of history.
+    pub(crate) first_ts: i64,
+    /// Seasonal profile: per phase bin of the season, the usual value (empty when the
+    /// seasonal view is off).
+    pub(crate) profile: Vec<f64>,
+    /// Points each profile bin has learnt from (saturating): a bin's first points are
+    /// averaged, later ones weighted by `Config::season_rate`.
+    pub(crate) profile_n: Vec<u8>,
+    /// Recent mean of the residuals from the profile (about `short` points).
+    pub(crate) resid_fast: f64,
+    /// Long-run typical absolute residual from the profile.
+    pub(crate) resid_usual: f64,
+    /// Residuals `resid_usual` has learnt from (saturating at 256): its first ones are
+    /// averaged, so it starts at the right size.
+    pub(crate) resid_n: u32,
 }
 
 /// One series' detector. Feed it the series' points in time order with [`update`].
@@ -119,6 +136,12 @@ impl Detector {
             novel_fast: 0.0,
             novel_slow: 0.0,
             usual_step: 0.0,
+            first_ts: 0,
+            profile: Vec::with_capacity(cfg.season_bins()),
+            profile_n: Vec::with_capacity(cfg.season_bins()),
+            resid_fast: 0.0,
+            resid_usual: 0.0,
+            resid_n: 0,
         };
         Detector::from_state(cfg, st)
     }
@@ -161,6 +184,7 @@ impl Detector {
             + self.cfg.context
             + self.st.table.len()
             + self.sorted.capacity() * 8
+            + self.cfg.season_bins() * 9
     }
 
     /// Takes the point `(ts, value)` (ts in seconds) and returns its anomaly score in
@@ -175,7 +199,7 @@ impl Detector {
         let stats = (!self.st.ring.is_empty()).then(|| self.level_and_spread());
         let score = match stats {
             Some((med, spread)) if self.st.seen >= self.cfg.warmup as u64 => {
-                Some(self.score(value, dt, med, spread))
+                Some(self.score(ts, value, dt, med, spread))
             }
             _ => {
                 self.views = Views::default();
@@ -183,6 +207,10 @@ impl Detector {
             }
         };
         self.learn(value, dt, stats);
+        self.learn_season(ts, value);
+        if self.st.last_ts.is_none() {
+            self.st.first_ts = ts;
+        }
         self.st.last_ts = Some(ts);
         self.st.seen += 1;
         if let Some(s) = score {
@@ -219,7 +247,61 @@ impl Detector {
         (med, spread.max(floor))
     }
 
-    fn score(&mut self, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
+    /// Phase bin of `ts` within the season.
+    fn season_bin(&self, ts: i64) -> usize {
+        let season = self.cfg.season as i64;
+        let bins = self.cfg.season_bins() as i64;
+        (ts.rem_euclid(season) * bins / season) as usize
+    }
+
+    /// Seasonal surprise of `x` at `ts`: the recent mean residual from the profile
+    /// against the usual absolute residual, once two seasons were seen.
+    fn season_z(&self, ts: i64, x: f64, eps: f64) -> (f64, f64) {
+        let bins = self.cfg.season_bins();
+        if bins == 0 || self.st.profile.len() < bins {
+            return (0.0, 0.0);
+        }
+        let resid = x - self.st.profile[self.season_bin(ts)];
+        let fast = self.st.resid_fast + (resid - self.st.resid_fast) / self.cfg.short as f64;
+        if ts - self.st.first_ts < 2 * self.cfg.season as i64 {
+            return (0.0, fast);
+        }
+        (
+            fast.abs() / (self.st.resid_usual + eps) / self.cfg.season_half,
+            fast,
+        )
+    }
+
+    fn learn_season(&mut self, ts: i64, x: f64) {
+        let bins = self.cfg.season_bins();
+        if bins == 0 {
+            return;
+        }
+        if self.st.profile.len() < bins {
+            // Not yet a full profile: fill it with the first value.
+            self.st.profile.resize(bins, x);
+            self.st.profile_n.resize(bins, 0);
+        }
+        let b = self.season_bin(ts);
+        let resid = x - self.st.profile[b];
+        self.st.resid_fast += (resid - self.st.resid_fast) / self.cfg.short as f64;
+        if ts - self.st.first_ts >= self.cfg.season as i64 {
+            let u = self.st.resid_usual;
+            let n = self.st.resid_n;
+            let d = if n > 8 {
+                resid.abs().min(5.0 * u)
+            } else {
+                resid.abs()
+            };
+            self.st.resid_n = (n + 1).min(256);
+            self.st.resid_usual += (d - u) / self.st.resid_n as f64;
+        }
+        let n = &mut self.st.profile_n[b];
+        *n = n.saturating_add(1);
+        self.st.profile[b] += resid * self.cfg.season_rate.max(1.0 / *n as f64);
+    }
+
+    fn score(&mut self, ts: i64, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
         let cfg = &self.cfg;
         let half = |z: f64, h: f64| 1.0 - (-(z / h) * (z / h) * std::f64::consts::LN_2).exp();
 
@@ -264,12 +346,16 @@ impl Detector {
             _ => 0.0,
         };
 
+        let (z_season, _) = self.season_z(ts, x, eps);
+        let cfg = &self.cfg;
+
         self.views = Views {
             point,
             level,
             spread: spread_score,
             pattern,
             gap,
+            season: half(z_season, 1.0),
         };
         let zs = [
             (x - med).abs() / spread / cfg.point_half,
@@ -280,6 +366,7 @@ impl Detector {
                 Some(dt) if self.st.step > 0.0 => dt / self.st.step / cfg.gap_half,
                 _ => 0.0,
             },
+            z_season,
         ];
         let raw = if cfg.peak_decay > 0.0 {
             let mut r: f64 = 0.0;
@@ -300,7 +387,12 @@ impl Detector {
             }
             1.0 - (-r * r * std::f64::consts::LN_2).exp()
         } else {
-            point.max(level).max(spread_score).max(pattern).max(gap)
+            point
+                .max(level)
+                .max(spread_score)
+                .max(pattern)
+                .max(gap)
+                .max(self.views.season)
         };
         let out = if self.st.since_alarm < cfg.suppress as u64 {
             raw * cfg.damp
