@@ -55,9 +55,10 @@ pub struct Config {
     /// Keep one peak per view (each view compared with its own past) rather than one
     /// for all.
     pub peak_per_view: bool,
-    /// Share of a new, larger surprise that the peak takes on (1 = the peak is the
-    /// decaying maximum; lower = one incident does not mask the next one for long).
-    pub peak_rise: f64,
+    /// Inside an incident (an alarm and the `suppress` points after it) a view's peak
+    /// grows to at most this many times itself (0 = no limit), so one incident does
+    /// not make the series' next one look ordinary.
+    pub incident_cap: f64,
     /// Length of the season in seconds (86,400: a day); 0 turns the seasonal view off.
     pub season: u64,
     /// Phase bins per season in the seasonal profile.
@@ -87,17 +88,17 @@ impl Default for Config {
             pattern_weight: 0.2,
             pattern_half: 4.0,
             gap_half: 10.0,
-            suppress: 100,
+            suppress: 75,
             alarm: 0.6,
             damp: 0.05,
             peak_decay: 0.9998,
             peak_floor: 0.5,
             peak_per_view: true,
-            peak_rise: 1.0,
+            incident_cap: 2.0,
             season: 86_400,
             bins_per_season: 48,
-            season_rate: 0.05,
-            season_half: 4.0,
+            season_rate: 0.02,
+            season_half: 3.0,
         }
     }
 }
@@ -142,7 +143,7 @@ impl Config {
             "peak_decay" => self.peak_decay = num(key, value)?,
             "peak_floor" => self.peak_floor = num(key, value)?,
             "peak_per_view" => self.peak_per_view = num(key, value)?,
-            "peak_rise" => self.peak_rise = num(key, value)?,
+            "incident_cap" => self.incident_cap = num(key, value)?,
             "season" => self.season = num(key, value)?,
             "bins_per_season" => self.bins_per_season = num(key, value)?,
             "season_rate" => self.season_rate = num(key, value)?,
@@ -199,12 +200,14 @@ impl Config {
             ("alarm", self.alarm),
             ("damp", self.damp),
             ("peak_decay", self.peak_decay),
-            ("peak_rise", self.peak_rise),
             ("season_rate", self.season_rate),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));
             }
+        }
+        if !(self.incident_cap.is_finite() && self.incident_cap >= 0.0) {
+            return bad("incident_cap must be >= 0");
         }
         if self.season > 10 * 365 * 86_400 {
             return bad("season must be at most ten years (seconds)");

@@ -371,14 +371,21 @@ impl Detector {
         let raw = if cfg.peak_decay > 0.0 {
             let mut r: f64 = 0.0;
             if cfg.peak_per_view {
-                for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
+                for (z, peak) in zs.iter().zip(self.st.peak.iter()) {
                     r = r.max(z / peak.max(cfg.peak_floor));
-                    let d = *peak * cfg.peak_decay;
-                    *peak = if *z > d {
-                        d + (z - d) * cfg.peak_rise
+                }
+                // Inside an incident (an alarm or its suppression) a view's peak grows
+                // by at most `incident_cap` times itself, so one incident does not
+                // mask the next for thousands of points.
+                let incident = self.st.since_alarm < cfg.suppress as u64
+                    || 1.0 - (-r * r * std::f64::consts::LN_2).exp() >= cfg.alarm;
+                for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
+                    let z = if incident && cfg.incident_cap > 0.0 {
+                        z.min(cfg.incident_cap * peak.max(cfg.peak_floor))
                     } else {
-                        d
+                        *z
                     };
+                    *peak = (*peak * cfg.peak_decay).max(z);
                 }
             } else {
                 let z = zs.iter().fold(0.0f64, |a, &b| a.max(b));
