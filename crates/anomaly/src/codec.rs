@@ -293,3 +293,52 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(a))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Version 1 bytes (5 peaks, no seasonal part) made from a version 2 save.
+    fn as_version_1(det: &Detector) -> Vec<u8> {
+        let v2 = det.save();
+        let st = &det.st;
+        let peaks_at =
+            8 + 12 + 33 + 8 + st.ring.len() * 8 + 4 + st.bins.len() + st.table.len() + 16;
+        let mut v1 = v2[..peaks_at + 5 * 8].to_vec();
+        v1.extend_from_slice(&v2[peaks_at + VIEWS * 8..peaks_at + VIEWS * 8 + 24]);
+        v1[7] = 1;
+        let crc = crc32c::crc32c(&v1);
+        v1.extend_from_slice(&crc.to_le_bytes());
+        v1
+    }
+
+    /// State saved by the previous version restores: everything it had is kept, the
+    /// seasonal profile starts from the restore.
+    #[test]
+    fn version_1_restores() {
+        let mut det = Detector::new(Config::default());
+        for i in 0..700 {
+            det.update(i * 300, (i % 17) as f64);
+        }
+        let v1 = as_version_1(&det);
+        let old = Detector::restore(Config::default(), &v1).expect("version 1 restores");
+        assert_eq!(old.st.ring, det.st.ring);
+        assert_eq!(old.st.table, det.st.table);
+        assert_eq!(old.st.peak[..5], det.st.peak[..5]);
+        assert_eq!(old.st.peak[5], 0.0);
+        assert_eq!((old.seen(), old.st.last_ts), (det.seen(), det.st.last_ts));
+        assert!(old.st.profile.is_empty());
+        assert_eq!(old.st.first_ts, det.st.last_ts.unwrap());
+        let mut old = old;
+        assert!(old.update(700 * 300, 3.0).is_some());
+        // A version this build does not know is refused with a clear error.
+        let mut v9 = v1.clone();
+        v9[7] = 9;
+        let n = v9.len() - 4;
+        let crc = crc32c::crc32c(&v9[..n]);
+        v9[n..].copy_from_slice(&crc.to_le_bytes());
+        let err = Detector::restore(Config::default(), &v9).unwrap_err();
+        assert_eq!(err, DecodeError::Version(9));
+        assert!(err.to_string().contains("reads 1 to 2"), "{err}");
+    }
+}
