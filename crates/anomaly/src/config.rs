@@ -84,7 +84,7 @@ impl Default for Config {
             bin_width: 1.0,
             max_bin: 6,
             context: 3,
-            table_bits: 12,
+            table_bits: 11,
             pattern_weight: 0.2,
             pattern_half: 4.0,
             gap_half: 10.0,
