@@ -6,12 +6,19 @@
 //! - **point**: distance of the value from the long window's median, in robust spreads
 //!   (1.4826 × median absolute deviation);
 //! - **level**: the same for the mean of the last few points (level shifts, slow drifts);
-//! - **spread**: ratio of the last points' standard deviation to the long window's
-//!   spread, either way (noise bursts, a series gone flat);
+//! - **spread**: the recent mean step between neighbouring values against the usual
+//!   step, either way (noise bursts, a series gone flat);
 //! - **pattern**: the value quantised relative to the median and spread, joined with the
 //!   previous quantised values into a context; a context never seen before is novel
 //!   (broken seasonality, a new shape at a usual level);
-//! - **gap**: time since the previous point against the usual step.
+//! - **gap**: time since the previous point against the usual step;
+//! - **season**: the recent residuals from a time-of-day profile (phase bins of
+//!   `Config::season`), against the usual residual (broken rhythm at a usual level).
+//!
+//! Each view's surprise is divided by that view's own decaying peak of past surprises,
+//! the largest ratio gives the score, and an alarm damps the scores that follow.
+//! The long window is kept both as a ring and sorted, so its median and median absolute
+//! deviation cost O(log n) per point.
 //!
 //! Points are accepted in strictly increasing time. A point at or before the last
 //! accepted time (late, repeated or out of order) and a non-finite value are ignored:
@@ -548,10 +555,10 @@ mod tests {
                 let mid = n / 2;
                 let mut d: Vec<f64> = v.iter().map(|x| (x - v[mid]).abs()).collect();
                 d.sort_unstable_by(f64::total_cmp);
-                for k in 0..n {
+                for (k, want) in d.iter().enumerate() {
                     assert_eq!(
                         kth_abs_dev(&v, mid, k).to_bits(),
-                        d[k].to_bits(),
+                        want.to_bits(),
                         "n {n} k {k} {v:?}"
                     );
                 }
