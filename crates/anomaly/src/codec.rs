@@ -8,25 +8,25 @@
 //! bins_len u32 | bins_len × i8
 //! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64 | 6 × peak f64
 //! novel_fast f64 | novel_slow f64 | usual_step f64
-//! first_ts i64 | season u64 | profile_len u32 | profile_len × f64   (version 2 on)
-//! profile_len × u8 (points learnt per profile bin)                  (version 2 on)
-//! resid_fast f64 | resid_usual f64 | resid_n u32                    (version 2 on)
+//! first_ts i64 | season u64 | profile_len u32 | profile_len × f64   season: must match
+//! profile_len × u8 (points learnt per profile bin)
+//! resid_fast f64 | resid_usual f64 | resid_n u32
 //! crc32c u32 of everything before it
 //! ```
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
 //!
-//! Version 1 (before the seasonal view: 5 peaks, no seasonal part) is still read: the
-//! restored detector keeps everything it had learnt and starts its seasonal profile
-//! from the restore, as a new series would.
+//! Every accepted input saves back to exactly itself (the fuzz target checks this).
+//! Version 1 (before the seasonal view: 5 peaks, no seasonal part, a 4,096-cell table
+//! by default) is refused with [`DecodeError::Version`]: its table size no longer
+//! matches the default either, so the server relearns such a series (or replays its
+//! stored history) rather than restoring half a state.
 
 use crate::config::Config;
 use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
 const VERSION: u8 = 2;
-/// Oldest version [`Detector::restore`] reads.
-const OLDEST: u8 = 1;
 
 /// Why saved state could not be restored.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -36,7 +36,8 @@ pub enum DecodeError {
     #[error("anomaly state: bad magic (not a detector state)")]
     BadMagic,
     #[error(
-        "anomaly state: version {0} is not supported (this build reads {OLDEST} to {VERSION})"
+        "anomaly state: version {0} is not supported (this build reads version {VERSION} only; \
+         state saved by another build is relearnt or rebuilt from stored history)"
     )]
     Version(u8),
     #[error("anomaly state: crc32c mismatch (stored {stored:#010x}, computed {computed:#010x})")]
@@ -112,7 +113,7 @@ impl Detector {
             return Err(DecodeError::BadMagic);
         }
         let version = r.u8()?;
-        if !(OLDEST..=VERSION).contains(&version) {
+        if version != VERSION {
             return Err(DecodeError::Version(version));
         }
         let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
@@ -180,8 +181,7 @@ impl Detector {
         let inserts = r.u64()?;
         let since_alarm = r.u64()?;
         let mut peak = [0.0; VIEWS];
-        let peaks = if version == 1 { 5 } else { VIEWS };
-        for p in &mut peak[..peaks] {
+        for p in &mut peak {
             *p = f64::from_bits(r.u64()?);
             if !(p.is_finite() && *p >= 0.0) {
                 return Err(DecodeError::Invalid("bad peak", r.at - 8));
@@ -196,43 +196,46 @@ impl Detector {
         if !(usual_step.is_finite() && usual_step >= 0.0) {
             return Err(DecodeError::Invalid("bad usual step", r.at - 8));
         }
-        let (mut first_ts, mut profile, mut profile_n) = (last_ts.unwrap_or(0), vec![], vec![]);
-        let (mut resid_fast, mut resid_usual, mut resid_n) = (0.0, 0.0, 0);
-        if version >= 2 {
-            first_ts = r.u64()? as i64;
-            let season = r.u64()?;
-            let len = r.u32()? as usize;
-            if len > 0 && (season != cfg.season || len != cfg.season_bins()) {
-                // Another season or bin count: the profile means nothing here; relearn it.
-                r.take(
-                    len.checked_mul(9)
-                        .ok_or(DecodeError::Invalid("bad profile length", r.at))?,
-                )?;
-                first_ts = last_ts.unwrap_or(0);
-            } else {
-                for _ in 0..len {
-                    let v = f64::from_bits(r.u64()?);
-                    if !v.is_finite() {
-                        return Err(DecodeError::Invalid("non-finite profile value", r.at - 8));
-                    }
-                    profile.push(v);
-                }
-                profile_n.extend_from_slice(r.take(len)?);
+        let first_ts = r.u64()? as i64;
+        let season = r.u64()?;
+        if season != cfg.season {
+            return Err(DecodeError::ConfigMismatch {
+                what: "season",
+                saved: season,
+                configured: cfg.season,
+            });
+        }
+        let len = r.u32()? as usize;
+        // A detector with the seasonal view on fills its profile at its first point.
+        let want = if last_ts.is_some() {
+            cfg.season_bins()
+        } else {
+            0
+        };
+        if len != want {
+            return Err(DecodeError::ConfigMismatch {
+                what: "bins_per_season",
+                saved: len as u64,
+                configured: want as u64,
+            });
+        }
+        let mut profile = Vec::with_capacity(cfg.season_bins());
+        for _ in 0..len {
+            let v = f64::from_bits(r.u64()?);
+            if !v.is_finite() {
+                return Err(DecodeError::Invalid("non-finite profile value", r.at - 8));
             }
-            resid_fast = f64::from_bits(r.u64()?);
-            resid_usual = f64::from_bits(r.u64()?);
-            resid_n = r.u32()?;
-            if !(resid_fast.is_finite() && resid_usual.is_finite() && resid_usual >= 0.0)
-                || resid_n > 256
-            {
-                return Err(DecodeError::Invalid("bad seasonal residual", r.at - 20));
-            }
-            if profile.is_empty() {
-                first_ts = last_ts.unwrap_or(0);
-                resid_fast = 0.0;
-                resid_usual = 0.0;
-                resid_n = 0;
-            }
+            profile.push(v);
+        }
+        let mut profile_n = Vec::with_capacity(cfg.season_bins());
+        profile_n.extend_from_slice(r.take(len)?);
+        let resid_fast = f64::from_bits(r.u64()?);
+        let resid_usual = f64::from_bits(r.u64()?);
+        let resid_n = r.u32()?;
+        if !(resid_fast.is_finite() && resid_usual.is_finite() && resid_usual >= 0.0)
+            || resid_n > 256
+        {
+            return Err(DecodeError::Invalid("bad seasonal residual", r.at - 20));
         }
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
@@ -298,47 +301,47 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
-    /// Version 1 bytes (5 peaks, no seasonal part) made from a version 2 save.
-    fn as_version_1(det: &Detector) -> Vec<u8> {
-        let v2 = det.save();
-        let st = &det.st;
-        let peaks_at =
-            8 + 12 + 33 + 8 + st.ring.len() * 8 + 4 + st.bins.len() + st.table.len() + 16;
-        let mut v1 = v2[..peaks_at + 5 * 8].to_vec();
-        v1.extend_from_slice(&v2[peaks_at + VIEWS * 8..peaks_at + VIEWS * 8 + 24]);
-        v1[7] = 1;
-        let crc = crc32c::crc32c(&v1);
-        v1.extend_from_slice(&crc.to_le_bytes());
-        v1
-    }
-
-    /// State saved by the previous version restores: everything it had is kept, the
-    /// seasonal profile starts from the restore.
+    /// State saved by version 1 (or any other) is refused with an error that says so.
     #[test]
-    fn version_1_restores() {
+    fn other_versions_are_refused_clearly() {
         let mut det = Detector::new(Config::default());
         for i in 0..700 {
             det.update(i * 300, (i % 17) as f64);
         }
-        let v1 = as_version_1(&det);
-        let old = Detector::restore(Config::default(), &v1).expect("version 1 restores");
-        assert_eq!(old.st.ring, det.st.ring);
-        assert_eq!(old.st.table, det.st.table);
-        assert_eq!(old.st.peak[..5], det.st.peak[..5]);
-        assert_eq!(old.st.peak[5], 0.0);
-        assert_eq!((old.seen(), old.st.last_ts), (det.seen(), det.st.last_ts));
-        assert!(old.st.profile.is_empty());
-        assert_eq!(old.st.first_ts, det.st.last_ts.unwrap());
-        let mut old = old;
-        assert!(old.update(700 * 300, 3.0).is_some());
-        // A version this build does not know is refused with a clear error.
-        let mut v9 = v1.clone();
-        v9[7] = 9;
-        let n = v9.len() - 4;
-        let crc = crc32c::crc32c(&v9[..n]);
-        v9[n..].copy_from_slice(&crc.to_le_bytes());
-        let err = Detector::restore(Config::default(), &v9).unwrap_err();
-        assert_eq!(err, DecodeError::Version(9));
-        assert!(err.to_string().contains("reads 1 to 2"), "{err}");
+        for version in [1u8, 3, 9] {
+            let mut b = det.save();
+            b[7] = version;
+            let n = b.len() - 4;
+            let crc = crc32c::crc32c(&b[..n]);
+            b[n..].copy_from_slice(&crc.to_le_bytes());
+            let err = Detector::restore(Config::default(), &b).unwrap_err();
+            assert_eq!(err, DecodeError::Version(version));
+            assert!(err.to_string().contains("reads version 2 only"), "{err}");
+        }
+    }
+
+    /// A state saved under another season (or with the seasonal view off) is refused
+    /// like one saved under another window.
+    #[test]
+    fn other_season_is_refused() {
+        let mut det = Detector::new(Config::default());
+        for i in 0..100 {
+            det.update(i * 300, (i % 17) as f64);
+        }
+        let saved = det.save();
+        let mut off = Config::default();
+        off.set("season", "0").unwrap();
+        match Detector::restore(off.clone(), &saved) {
+            Err(DecodeError::ConfigMismatch { what: "season", .. }) => {}
+            other => panic!("restored under season 0: {other:?}"),
+        }
+        let mut det = Detector::new(off.clone());
+        for i in 0..100 {
+            det.update(i * 300, (i % 17) as f64);
+        }
+        let saved = det.save();
+        let back = Detector::restore(off, &saved).expect("restore with the view off");
+        assert_eq!(back.save(), saved);
+        assert!(Detector::restore(Config::default(), &saved).is_err());
     }
 }

@@ -202,7 +202,7 @@ impl Detector {
             self.st.ignored += 1;
             return None;
         }
-        let dt = self.st.last_ts.map(|last| (ts - last) as f64);
+        let dt = self.st.last_ts.map(|last| ts.saturating_sub(last) as f64);
         let stats = (!self.st.ring.is_empty()).then(|| self.level_and_spread());
         let score = match stats {
             Some((med, spread)) if self.st.seen >= self.cfg.warmup as u64 => {
@@ -270,7 +270,7 @@ impl Detector {
         }
         let resid = x - self.st.profile[self.season_bin(ts)];
         let fast = self.st.resid_fast + (resid - self.st.resid_fast) / self.cfg.short as f64;
-        if ts - self.st.first_ts < 2 * self.cfg.season as i64 {
+        if ts.saturating_sub(self.st.first_ts) < 2 * self.cfg.season as i64 {
             return (0.0, fast);
         }
         (
@@ -292,7 +292,7 @@ impl Detector {
         let b = self.season_bin(ts);
         let resid = x - self.st.profile[b];
         self.st.resid_fast += (resid - self.st.resid_fast) / self.cfg.short as f64;
-        if ts - self.st.first_ts >= self.cfg.season as i64 {
+        if ts.saturating_sub(self.st.first_ts) >= self.cfg.season as i64 {
             let u = self.st.resid_usual;
             let n = self.st.resid_n;
             let d = if n > 8 {
