@@ -1,8 +1,9 @@
 //! Detector settings. [`Config::default`] is the configuration measured on NAB
 //! (docs/anomaly.md); it is meant for any metric, without tuning.
 
-/// Settings of a [`crate::Detector`]. Fields that size the state (`window`, `context`,
-/// `table_bits`) are recorded in saved state; a state saved under other sizes is refused.
+/// Settings of a [`crate::Detector`]. Fields that size or shape the state (`window`,
+/// `context`, `table_bits`, `season`, `bins_per_season`) are recorded in saved state; a
+/// state saved under other values is refused.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Points in the long window whose median and median absolute deviation are the
