@@ -25,7 +25,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::types::RDKafkaErrorCode;
 
-pub use config::{ClusterConfig, Role};
+pub use config::{ClusterConfig, PeerConfig, Role};
 pub use consumer::{ConsumeStats, StorageConsumer};
 pub use producer::{KafkaSink, ProduceStats};
 pub use record::partition_for;
