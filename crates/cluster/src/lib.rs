@@ -23,12 +23,36 @@ use anyhow::{bail, Context, Result};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
 
 pub use config::{ClusterConfig, PeerConfig, Role};
 pub use consumer::{ConsumeStats, StorageConsumer};
 pub use producer::{KafkaSink, ProduceStats};
 pub use record::partition_for;
+
+/// The log-end offset (high watermark: the offset the next record will get) of every
+/// partition of the topic, from Kafka. Blocking.
+pub fn log_end_offsets(config: &ClusterConfig, timeout: Duration) -> Result<Vec<i64>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &config.brokers)
+        .set("client.id", format!("sumi-status-{}", config.node_id))
+        .create()
+        .context("creating a kafka client")?;
+    (0..config.partitions)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(&config.topic, p as i32, timeout)
+                .map(|(_, high)| high)
+                .with_context(|| {
+                    format!(
+                        "reading the end of partition {p} of {} at {}",
+                        config.topic, config.brokers
+                    )
+                })
+        })
+        .collect()
+}
 
 /// Creates the topic with `config.partitions` partitions unless it exists, and checks
 /// that an existing one has that many. Retries while no broker answers, up to `wait`.

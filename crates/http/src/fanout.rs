@@ -382,10 +382,21 @@ impl Fanout {
         pattern: &str,
         auth: Option<&str>,
     ) -> Result<(Vec<FindNode>, BTreeSet<u32>), SourceError> {
+        self.find_in(pattern, self.all_partitions(), auth)
+    }
+
+    /// [`find`](Self::find), complete for the series of `wanted` (a replica asked
+    /// answers with everything it stores, so the answer may hold more).
+    fn find_in(
+        &self,
+        pattern: &str,
+        wanted: BTreeSet<u32>,
+        auth: Option<&str>,
+    ) -> Result<(Vec<FindNode>, BTreeSet<u32>), SourceError> {
         let req = FindReq {
             query: pattern.to_string(),
         };
-        let g = self.gather(self.all_partitions(), &|t, _| match t {
+        let g = self.gather(wanted, &|t, _| match t {
             Target::Local => Ok(local_find(&self.store, pattern)),
             Target::Remote(peer) => self
                 .post_json::<Vec<(String, bool)>>(peer, "find", &req, auth)
@@ -608,7 +619,19 @@ impl<'a> ClusterSource<'a> {
 
 impl SeriesSource for ClusterSource<'_> {
     fn find(&self, pattern: &PathPattern) -> Result<Vec<FindNode>, SourceError> {
-        let (nodes, missing) = self.fanout.find(pattern.as_str(), self.auth.as_deref())?;
+        // a render reads leaves only: an exact path is one series, in one partition
+        // (a tagged name may be spelled in another order than its canonical one,
+        // which places it: asked everywhere)
+        let (nodes, missing) = if pattern.is_exact() && !pattern.as_str().contains(';') {
+            let (nodes, missing) = self.fanout.find_in(
+                pattern.as_str(),
+                BTreeSet::from([self.fanout.partition_of(pattern.as_str())]),
+                self.auth.as_deref(),
+            )?;
+            (nodes.into_iter().filter(|n| n.is_leaf).collect(), missing)
+        } else {
+            self.fanout.find(pattern.as_str(), self.auth.as_deref())?
+        };
         self.missing.lock().extend(missing);
         Ok(nodes)
     }
