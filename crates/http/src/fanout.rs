@@ -154,6 +154,18 @@ enum PeerError {
     Down(String),
 }
 
+/// A cluster answer with the partitions no replica answered for (empty: complete).
+pub type Answer<T> = Result<(T, BTreeSet<u32>), SourceError>;
+
+/// A tag's values with their series counts, sorted by value.
+pub type ValueCounts = Vec<(String, u64)>;
+
+/// What one target answers for the partitions given to it.
+type PeerCall<'c, T> = dyn Fn(Target<'_>, &[u32]) -> Result<T, PeerError> + Sync + 'c;
+
+/// One request of a round: who was asked (`None`: this node), for what, the answer.
+type Asked<T> = (Option<usize>, Vec<u32>, Result<T, PeerError>);
+
 /// What [`Fanout::gather`] collected, and the partitions nobody answered for.
 struct Gathered<T> {
     parts: Vec<T>,
@@ -227,7 +239,7 @@ impl Fanout {
     fn gather<T: Send>(
         &self,
         wanted: BTreeSet<u32>,
-        call: &(dyn Fn(Target<'_>, &[u32]) -> Result<T, PeerError> + Sync),
+        call: &PeerCall<'_, T>,
     ) -> Result<Gathered<T>, SourceError> {
         let mut remaining = wanted;
         let mut failed: BTreeSet<usize> = BTreeSet::new();
@@ -256,26 +268,25 @@ impl Fanout {
             if plan.is_empty() {
                 break;
             }
-            let results: Vec<(Option<usize>, Vec<u32>, Result<T, PeerError>)> =
-                std::thread::scope(|s| {
-                    let handles: Vec<_> = plan
-                        .into_iter()
-                        .map(|(who, ps)| {
-                            s.spawn(move || {
-                                let target = match who {
-                                    None => Target::Local,
-                                    Some(i) => Target::Remote(&self.opts.peers[i]),
-                                };
-                                if who.is_some() {
-                                    self.stats.peer_requests.fetch_add(1, Ordering::Relaxed);
-                                }
-                                let r = call(target, &ps);
-                                (who, ps, r)
-                            })
+            let results: Vec<Asked<T>> = std::thread::scope(|s| {
+                let handles: Vec<_> = plan
+                    .into_iter()
+                    .map(|(who, ps)| {
+                        s.spawn(move || {
+                            let target = match who {
+                                None => Target::Local,
+                                Some(i) => Target::Remote(&self.opts.peers[i]),
+                            };
+                            if who.is_some() {
+                                self.stats.peer_requests.fetch_add(1, Ordering::Relaxed);
+                            }
+                            let r = call(target, &ps);
+                            (who, ps, r)
                         })
-                        .collect();
-                    handles.into_iter().filter_map(|h| h.join().ok()).collect()
-                });
+                    })
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            });
             for (who, ps, r) in results {
                 match r {
                     Ok(t) => {
@@ -377,11 +388,7 @@ impl Fanout {
     /// `/metrics/find` over the cluster: the union of what every partition's replica
     /// finds, sorted by path, a path that is both leaf and branch once per kind, leaf
     /// first.
-    pub fn find(
-        &self,
-        pattern: &str,
-        auth: Option<&str>,
-    ) -> Result<(Vec<FindNode>, BTreeSet<u32>), SourceError> {
+    pub fn find(&self, pattern: &str, auth: Option<&str>) -> Answer<Vec<FindNode>> {
         self.find_in(pattern, self.all_partitions(), auth)
     }
 
@@ -392,7 +399,7 @@ impl Fanout {
         pattern: &str,
         wanted: BTreeSet<u32>,
         auth: Option<&str>,
-    ) -> Result<(Vec<FindNode>, BTreeSet<u32>), SourceError> {
+    ) -> Answer<Vec<FindNode>> {
         let req = FindReq {
             query: pattern.to_string(),
         };
@@ -430,7 +437,7 @@ impl Fanout {
         now: i64,
         limits: QueryLimits,
         auth: Option<&str>,
-    ) -> Result<(Vec<FetchedSeries>, BTreeSet<u32>), SourceError> {
+    ) -> Answer<Vec<FetchedSeries>> {
         let mut by_partition: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
         for p in paths {
             by_partition
@@ -471,11 +478,7 @@ impl Fanout {
     }
 
     /// Tagged series matching every expression, sorted, over the cluster.
-    pub fn find_tagged(
-        &self,
-        exprs: &[String],
-        auth: Option<&str>,
-    ) -> Result<(Vec<String>, BTreeSet<u32>), SourceError> {
+    pub fn find_tagged(&self, exprs: &[String], auth: Option<&str>) -> Answer<Vec<String>> {
         let parsed = parse_exprs(exprs).map_err(|e| SourceError::Invalid(e.to_string()))?;
         let g = self.gather(self.all_partitions(), &|t, ps| match t {
             Target::Local => local_tagged(&self.store, &parsed, Some(ps), Some(self))
@@ -500,7 +503,7 @@ impl Fanout {
         filter: Option<&str>,
         limit: Option<usize>,
         auth: Option<&str>,
-    ) -> Result<(Vec<String>, BTreeSet<u32>), SourceError> {
+    ) -> Answer<Vec<String>> {
         let req = TagsReq {
             filter: filter.map(str::to_string),
             limit,
@@ -526,7 +529,7 @@ impl Fanout {
         filter: Option<&str>,
         limit: Option<usize>,
         auth: Option<&str>,
-    ) -> Result<(Option<Vec<(String, u64)>>, BTreeSet<u32>), SourceError> {
+    ) -> Answer<Option<ValueCounts>> {
         let g = self.gather(self.all_partitions(), &|t, ps| {
             let req = TagValuesReq {
                 tag: tag.to_string(),
@@ -560,11 +563,7 @@ impl Fanout {
 
     /// `/tags/autoComplete/tags` (no `tag`) or `/values` (with `tag`): the union of
     /// every replica's answer, sorted, at most `limit`.
-    pub fn auto_complete(
-        &self,
-        req: &AutoCompleteReq,
-        auth: Option<&str>,
-    ) -> Result<(Vec<String>, BTreeSet<u32>), SourceError> {
+    pub fn auto_complete(&self, req: &AutoCompleteReq, auth: Option<&str>) -> Answer<Vec<String>> {
         let g = self.gather(self.all_partitions(), &|t, _| match t {
             Target::Local => local_auto_complete(&self.store, req).map_err(client),
             Target::Remote(peer) => self.post_json::<Vec<String>>(peer, "autocomplete", req, auth),

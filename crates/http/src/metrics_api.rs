@@ -75,7 +75,7 @@ impl<'a> Finder<'a> {
             Some(f) => {
                 let (nodes, missing) = f
                     .find(query, self.auth.as_deref())
-                    .map_err(|e| ApiError::bad_request(e))?;
+                    .map_err(ApiError::bad_request)?;
                 self.missing.extend(missing);
                 nodes
             }

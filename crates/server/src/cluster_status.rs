@@ -68,11 +68,12 @@ fn ask_node(http: &str, timeout: Duration) -> NodeState {
         .is_ok_and(|r| r.status() == 200);
     let mut offsets = BTreeMap::new();
     if up {
-        if let Ok(text) = agent
+        let text = agent
             .get(&format!("http://{http}/metrics"))
             .call()
-            .and_then(|r| Ok(r.into_string()?))
-        {
+            .ok()
+            .and_then(|r| r.into_string().ok());
+        if let Some(text) = text {
             for line in text.lines() {
                 let Some(rest) = line.strip_prefix("sumi_cluster_consume_next_offset{partition=\"")
                 else {
