@@ -13,6 +13,7 @@ pub mod anomaly;
 pub mod attime;
 pub mod cluster;
 pub mod codec;
+pub mod fanout;
 pub mod glob;
 pub mod import_values;
 pub mod json_bulk;
@@ -48,6 +49,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("relay_queue", relay::relay_queue),
     ("relay_rules", relay::relay_rules),
     ("cluster_record", cluster::cluster_record),
+    ("fanout_fetch", fanout::fanout_fetch),
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
 ];
@@ -66,6 +68,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("rrd_file", rrd::seeds),
     ("relay_queue", relay::queue_seeds),
     ("cluster_record", cluster::seeds),
+    ("fanout_fetch", fanout::seeds),
     ("anomaly_state", anomaly::seeds),
 ];
 
