@@ -6,7 +6,8 @@
 //! the nodes (`sumSeries`, `groupByNode`, ...), several archives, `/metrics/find`,
 //! `/metrics/expand`, the tag API — is asked of the ingest node (which stores nothing)
 //! and of each storage node, and each answer must equal the single node's, byte for
-//! byte (tag and value ids aside: they are each node's own). Then `sumi cluster status`
+//! byte (tag and value ids aside: they are each node's own), and a GrowthForecast graph
+//! posted to the ingest node is exported there with its value. Then `sumi cluster status`
 //! must show every partition's owners caught up. With one storage node killed every
 //! partition still has a live replica and the answers stay complete; with a second
 //! killed, the partitions only those two stored are missing, and the answer says so
@@ -329,8 +330,37 @@ fn any_node_answers_for_the_whole_cluster_like_a_single_node() {
     );
 
     let ingest = cluster.get("INGEST_HTTP");
-    let qs = questions(base, now);
     let single_http = single.http.to_string();
+    // GrowthForecast: a graph posted to the ingest node (which keeps its metadata but
+    // stores no points) is read back there through the cluster (one archive: the
+    // storage nodes do not know the graph's rollup override, see docs/cluster.md)
+    // (and to the single node, so that both trees keep agreeing)
+    for node in [&ingest, &single_http] {
+        let url = format!("http://{node}/api/gfsvc/gf/g1");
+        let posted = ureq::post(&url)
+            .timeout(Duration::from_secs(30))
+            .send_form(&[("number", "42")]);
+        assert!(posted.is_ok(), "POST {url}: {posted:?}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, _, body) = get(&ingest, "/xport/gfsvc/gf/g1?t=h");
+        assert_eq!(status, 200, "{body}");
+        let x: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let found = x["rows"]
+            .as_array()
+            .is_some_and(|rows| rows.iter().any(|r| r[0].as_f64() == Some(42.0)));
+        if found {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ingest node's GrowthForecast export lacks the posted 42: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let qs = questions(base, now);
     let want: Vec<String> = qs
         .iter()
         .map(|q| {
