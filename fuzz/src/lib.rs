@@ -49,6 +49,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("relay_queue", relay::relay_queue),
     ("relay_rules", relay::relay_rules),
     ("cluster_record", cluster::cluster_record),
+    ("cluster_spill", cluster::cluster_spill),
     ("fanout_fetch", fanout::fanout_fetch),
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
@@ -68,6 +69,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("rrd_file", rrd::seeds),
     ("relay_queue", relay::queue_seeds),
     ("cluster_record", cluster::seeds),
+    ("cluster_spill", cluster::spill_seeds),
     ("fanout_fetch", fanout::seeds),
     ("anomaly_state", anomaly::seeds),
 ];

@@ -44,6 +44,12 @@ pub struct ClusterConfig {
     /// "unavailable" (the client retries; nothing acknowledged is lost) (ms).
     #[serde(default = "default_append_timeout_ms")]
     pub append_timeout_ms: u32,
+    /// The on-disk spill (`<data_dir>/cluster/spill`) for appends Kafka does not
+    /// acknowledge within `append_timeout_ms`: at most this many bytes, delivered in
+    /// order when Kafka is back; 0: no spill (the client is held back until Kafka
+    /// takes the points).
+    #[serde(default = "default_spill_max_bytes")]
+    pub spill_max_bytes: u64,
     /// Every storage node of the cluster (this one included when it is one): where it
     /// answers HTTP and which partitions it stores. With peers, reads on this node
     /// (`/render`, `/metrics/find`, `/tags/*`, ...) are answered for the whole cluster
@@ -77,6 +83,11 @@ fn default_linger_ms() -> u32 {
 }
 fn default_append_timeout_ms() -> u32 {
     10_000
+}
+/// 1 GiB: at the 25 bytes or so a point takes in a record, tens of millions of points,
+/// minutes of a busy node's load while Kafka is away.
+fn default_spill_max_bytes() -> u64 {
+    1 << 30
 }
 /// Long enough for a big fetch from a loaded peer, short enough that a hung peer does
 /// not hold a dashboard for long before its replica is asked.

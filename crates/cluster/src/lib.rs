@@ -6,6 +6,8 @@
 //!   partition, idempotent, `acks=all`, answered once Kafka has it.
 //! - [`consumer`]: [`StorageConsumer`], a storage node's consumer of its owned
 //!   partitions into the engine, with offsets checkpointed after the engine's WAL.
+//! - [`spill`]: the ingest side's bounded on-disk spill, for appends Kafka does not take
+//!   in time, delivered in order when it is back.
 //! - [`config`]: the `[cluster]` section of `sumi.toml`.
 //!
 //! The client is `rdkafka` (librdkafka, built from the source its sys crate bundles):
@@ -16,6 +18,7 @@ pub mod config;
 pub mod consumer;
 pub mod producer;
 pub mod record;
+pub mod spill;
 
 use std::time::{Duration, Instant};
 

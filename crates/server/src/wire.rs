@@ -60,7 +60,12 @@ pub(crate) async fn open_cluster(
     .context("checking the kafka topic")?
     .with_context(|| format!("kafka topic {} at {}", cc.topic, cc.brokers))?;
     let sink = Arc::new(
-        KafkaSink::new(&cc, Arc::new(SystemClock)).context("creating the kafka producer")?,
+        KafkaSink::new(
+            &cc,
+            Arc::new(SystemClock),
+            Some(&config.data_dir.join("cluster").join("spill")),
+        )
+        .context("creating the kafka producer")?,
     );
     let consumer = match cc.role {
         Role::Ingest => None,

@@ -11,7 +11,9 @@
 //! must show every partition's owners caught up. With one storage node killed every
 //! partition still has a live replica and the answers stay complete; with a second
 //! killed, the partitions only those two stored are missing, and the answer says so
-//! (`X-Sumi-Partial`, `sumi_cluster_read_partial_total`).
+//! (`X-Sumi-Partial`, `sumi_cluster_read_partial_total`). Last, with Kafka killed the
+//! ingest node spills two rounds of points for the same slots to disk and delivers them
+//! in order once Kafka is back: the later round wins on every replica.
 //!
 //! Needs Java and Maven, as `kafka_cluster.rs`.
 
@@ -74,6 +76,7 @@ impl Cluster {
             .env("SUMI_BIN", env!("CARGO_BIN_EXE_sumi"))
             .env("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string())
             .env("SUMI_CLUSTER_READ_TIMEOUT_MS", "2000")
+            .env("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "1500")
             .env(
                 "SUMI_SERVE_ARGS",
                 format!("--no-selfmon --storage-schemas {}", schemas.display()),
@@ -107,10 +110,15 @@ impl Cluster {
     }
 
     fn node(&mut self, cmd: &str, n: u32) {
+        self.node_with(cmd, n, &[]);
+    }
+
+    fn node_with(&mut self, cmd: &str, n: u32, extra: &[&str]) {
         let out = Command::new(script("cluster-node.sh"))
             .arg(self.dir.path())
             .arg(cmd)
             .arg(n.to_string())
+            .args(extra)
             .output()
             .unwrap();
         assert!(
@@ -119,6 +127,20 @@ impl Cluster {
             String::from_utf8_lossy(&out.stderr)
         );
         self.reload();
+    }
+
+    fn kafka(&mut self, cmd: &str) {
+        let out = Command::new(script("kafka-node.sh"))
+            .arg(self.dir.path())
+            .arg(cmd)
+            .arg("1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kafka-node.sh {cmd} 1 failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     fn config(&self, n: u32) -> PathBuf {
@@ -469,6 +491,79 @@ fn any_node_answers_for_the_whole_cluster_like_a_single_node() {
         assert_eq!(partial, None);
         assert_eq!(&body, w);
     }
+    eprintln!(
+        "partial answers checked at {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+
+    // Kafka down: the ingest node spills what Kafka does not take (acknowledging it
+    // once on disk) and delivers it in order when Kafka is back. Two values for the
+    // same slots, one append after the other: the later must win on every replica.
+    cluster.kafka("kill");
+    let slot = base + POINTS * 10;
+    let round = |v: f64| -> String {
+        (0..HOSTS)
+            .map(|h| format!("fan.h{h}.m0 {} {slot}\n", v + h as f64))
+            .collect()
+    };
+    send_carbon(&cluster.get("INGEST_CARBON"), &round(1000.0));
+    assert_eq!(
+        metric(&ingest, "sumi_cluster_spill_points_total"),
+        HOSTS as f64,
+        "the first round was not spilled"
+    );
+    send_carbon(&cluster.get("INGEST_CARBON"), &round(2000.0));
+    assert_eq!(
+        metric(&ingest, "sumi_cluster_spill_points_total"),
+        2.0 * HOSTS as f64
+    );
+    assert_eq!(metric(&ingest, "sumi_cluster_spill_files"), 2.0);
+    eprintln!("two rounds spilled at {:.1}s", t0.elapsed().as_secs_f64());
+    cluster.kafka("start");
+    cluster.node_with("start", 2, &["--no-wait"]);
+    cluster.node_with("start", 3, &["--no-wait"]);
+    cluster.node("wait", 2);
+    cluster.node("wait", 3);
+    eprintln!(
+        "kafka and nodes 2, 3 up again at {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+    let target = format!(
+        "/render?target=fan.*.m0&from={}&until={}&format=json",
+        slot - 10,
+        slot
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, partial, body) = get(&ingest, &target);
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let last: Vec<Option<f64>> = v
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|s| {
+                        s["datapoints"]
+                            .as_array()
+                            .and_then(|d| d.last()?[0].as_f64())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let want: Vec<Option<f64>> = (0..HOSTS).map(|h| Some(2000.0 + h as f64)).collect();
+        if partial.is_none() && last == want {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the spilled rounds did not arrive in order: {last:?} (partial {partial:?})"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        metric(&ingest, "sumi_cluster_spill_delivered_points_total"),
+        2.0 * HOSTS as f64
+    );
+    assert_eq!(metric(&ingest, "sumi_cluster_spill_files"), 0.0);
     eprintln!("test done in {:.1}s", t0.elapsed().as_secs_f64());
 }
 
