@@ -118,6 +118,10 @@
 //! # Kafka's acknowledgement before the client is told to retry (ms).
 //! # linger_ms = 5
 //! # append_timeout_ms = 10000
+//! # Appends Kafka has not taken by then go to an on-disk spill (data_dir/cluster/spill),
+//! # are acknowledged from there and delivered in order when Kafka is back: at most
+//! # this many bytes (1 GiB); 0: no spill, the client is held back.
+//! # spill_max_bytes = 1073741824
 //! # Every storage node, this one included: with peers, reads (/render, /metrics/find,
 //! # /metrics/expand, /tags/*, GrowthForecast) answer for the whole cluster, asking one
 //! # live replica of each partition (how long for one peer before its replica: ms).
