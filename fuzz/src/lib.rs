@@ -13,7 +13,9 @@ pub mod anomaly;
 pub mod attime;
 pub mod cluster;
 pub mod codec;
+pub mod export_raw;
 pub mod fanout;
+pub mod gf_meta;
 pub mod glob;
 pub mod import_values;
 pub mod json_bulk;
@@ -53,6 +55,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("fanout_fetch", fanout::fanout_fetch),
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
+    ("export_raw", export_raw::export_raw),
+    ("gf_meta", gf_meta::gf_meta),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
