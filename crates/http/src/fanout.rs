@@ -45,7 +45,7 @@ use axum::Router;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sumi_model::glob::PathPattern;
-use sumi_query::source::{FetchedSeries, FindNode, SeriesSource, SourceError};
+use sumi_query::source::{FetchedRef, FetchedSeries, FindNode, SeriesSource, SourceError};
 use sumi_store::{Store, TagExpr, TagOp, TagQueryError};
 
 use crate::source::{QueryLimits, StoreSource};
@@ -588,8 +588,11 @@ pub struct ClusterSource<'a> {
     /// access control).
     auth: Option<String>,
     missing: Mutex<BTreeSet<u32>>,
+    /// Series and points held against the budget.
     series: AtomicU64,
     points: AtomicU64,
+    /// Points read by transient fetches, given back to the budget.
+    read: AtomicU64,
 }
 
 impl<'a> ClusterSource<'a> {
@@ -601,6 +604,7 @@ impl<'a> ClusterSource<'a> {
             missing: Mutex::new(BTreeSet::new()),
             series: AtomicU64::new(0),
             points: AtomicU64::new(0),
+            read: AtomicU64::new(0),
         }
     }
 
@@ -612,7 +616,7 @@ impl<'a> ClusterSource<'a> {
 
     /// Points read so far.
     pub fn points_read(&self) -> u64 {
-        self.points.load(Ordering::Relaxed)
+        self.points.load(Ordering::Relaxed) + self.read.load(Ordering::Relaxed)
     }
 }
 
@@ -673,6 +677,27 @@ impl SeriesSource for ClusterSource<'_> {
         let (names, missing) = self.fanout.find_tagged(exprs, self.auth.as_deref())?;
         self.missing.lock().extend(missing);
         Ok(names)
+    }
+
+    /// As on a single node, a streaming aggregate's chunks count against the budget
+    /// only while they are read: what one call drew is given back when it returns.
+    fn fetch_each_transient(
+        &self,
+        paths: &[&str],
+        from: i64,
+        until: i64,
+        now: i64,
+        each: &mut dyn FnMut(usize, FetchedRef<'_>),
+    ) -> Result<(), SourceError> {
+        let series0 = self.series.load(Ordering::Relaxed);
+        let points0 = self.points.load(Ordering::Relaxed);
+        let done = self.fetch_each(paths, from, until, now, each);
+        let drawn_series = self.series.load(Ordering::Relaxed).saturating_sub(series0);
+        let drawn_points = self.points.load(Ordering::Relaxed).saturating_sub(points0);
+        self.series.fetch_sub(drawn_series, Ordering::Relaxed);
+        self.points.fetch_sub(drawn_points, Ordering::Relaxed);
+        self.read.fetch_add(drawn_points, Ordering::Relaxed);
+        done
     }
 }
 
