@@ -351,8 +351,9 @@ fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
         starts[1]
     );
 
-    // Kafka down: the ingest node holds the carbon client back (appends fail as
-    // unavailable and are retried), drops nothing, and delivers once Kafka is back
+    // Kafka down: the ingest node holds the carbon client back until the append times
+    // out as unavailable (then spills it to disk, see kafka_fanout.rs), drops nothing,
+    // and delivers once Kafka is back
     cluster.kafka("kill");
     let unavailable0 = metric(&ingest_http, "sumi_cluster_produce_unavailable_total");
     let mut conn = TcpStream::connect(cluster.get("INGEST_CARBON")).unwrap();
