@@ -65,7 +65,17 @@ pub fn evaluate(
         .iter()
         .filter(|i| i.graph.derive)
         .map(|i| i.graph.series.clone());
-    let source = SeededSource::new(&state.source, counters);
+    // a cluster node reads its graphs' series from every partition's replicas (a
+    // partial read is counted in /metrics; GrowthForecast's answers have no header)
+    let cluster = state
+        .fanout
+        .as_deref()
+        .map(|f| crate::fanout::ClusterSource::new(f, crate::source::QueryLimits::UNLIMITED, None));
+    let inner: &dyn sumi_query::source::SeriesSource = match &cluster {
+        Some(c) => c,
+        None => &state.source,
+    };
+    let source = SeededSource::new(inner, counters);
     let evaluator = Evaluator::new(&source, &state.functions);
     let now = period.until.max(crate::unix_now());
     let ctx = RequestContext::new(
@@ -115,6 +125,9 @@ pub fn evaluate(
             key: "total".into(),
             series,
         });
+    }
+    if let Some(c) = &cluster {
+        c.finish();
     }
     Ok(out)
 }
