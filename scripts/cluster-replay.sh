@@ -80,6 +80,9 @@ while True:
     time.sleep(0.05)
 t1 = time.monotonic()
 first = first or t1
+# the points counter may trail the offsets by the last record in one scrape
+time.sleep(0.5)
+applied = total(metrics(addr), "sumi_cluster_consume_points_total")
 print("node %d: %d points replayed in %.2f s from its start (%.0f points/s); %.2f s and %.0f points/s from its first applied point"
       % (node, applied, t1 - t0, applied / (t1 - t0), t1 - first, applied / max(t1 - first, 1e-9)))
 PY
