@@ -68,6 +68,9 @@ impl Cluster {
             .env("SUMI_BIN", env!("CARGO_BIN_EXE_sumi"))
             .env("SUMI_KAFKA_BROKERS", "3")
             .env("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string())
+            // the new leaders take a few seconds (measured: up to 4.9 s); an append
+            // waits this long for them before it would go to the spill
+            .env("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "30000")
             .env(
                 "SUMI_SERVE_ARGS",
                 format!("--no-selfmon --storage-schemas {}", schemas.display()),
