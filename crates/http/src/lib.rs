@@ -27,6 +27,7 @@
 //! a message saying what was wrong, never a 500.
 
 pub mod admin_api;
+pub mod anomaly_api;
 pub mod auth;
 pub mod functions_api;
 pub mod growthforecast;
@@ -87,6 +88,9 @@ pub struct AppState {
     /// More Prometheus text for `/metrics` from stages outside this crate (a cluster
     /// node's producer and consumer), written after the store's.
     pub extra_metrics: Vec<MetricsWriter>,
+    /// Anomaly events (the server's ingest-time detectors), for `/api/anomalies`,
+    /// `/events/get_data`, the anomalies page and `/metrics`; `None`: no detectors.
+    pub anomalies: Option<Arc<dyn anomaly_api::AnomalyFeed>>,
 }
 
 /// Writes Prometheus text lines for `/metrics` (see [`AppState::extra_metrics`]).
@@ -165,6 +169,7 @@ impl AppState {
             http_stats: Arc::new(reqstats::HttpStats::default()),
             readiness: Arc::new(ops::Readiness::default()),
             extra_metrics: Vec::new(),
+            anomalies: None,
         })
     }
 }
@@ -203,6 +208,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/version/", any(functions_api::version))
         .route("/api/v1/series/delete", post(admin_api::delete))
         .route("/api/v1/series/rename", post(admin_api::rename))
+        .route("/api/anomalies", get(anomaly_api::list))
+        .route("/events/get_data", any(anomaly_api::get_data))
+        .route("/events/get_data/", any(anomaly_api::get_data))
         .route("/health", get(ops::health))
         .route("/ready", get(ops::ready))
         .merge(growthforecast::routes())

@@ -156,6 +156,21 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     pub(crate) log: LogSection,
     pub(crate) cluster: Option<sumi_cluster::ClusterConfig>,
+    #[serde(default)]
+    pub(crate) anomaly: Vec<crate::anomaly::rules::RuleTable>,
+    #[serde(default)]
+    pub(crate) anomaly_events: AnomalyEventsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AnomalyEventsSection {
+    pub(crate) webhooks: Option<Vec<String>>,
+    pub(crate) webhook_attempts: Option<u32>,
+    pub(crate) webhook_backoff: Option<String>,
+    pub(crate) webhook_timeout: Option<String>,
+    pub(crate) save_interval: Option<String>,
+    pub(crate) keep_events: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -408,6 +423,8 @@ pub struct Config {
     pub(crate) warnings: Vec<String>,
     /// A node of a cluster on Kafka (`[cluster]`); `None`: a single node.
     pub(crate) cluster: Option<sumi_cluster::ClusterConfig>,
+    /// `[[anomaly]]` rules and `[anomaly_events]`.
+    pub(crate) anomaly: crate::anomaly::AnomalyOptions,
 }
 
 impl Default for Config {
@@ -437,8 +454,57 @@ impl Default for Config {
             selfmon: SelfmonOptions::default(),
             warnings: Vec::new(),
             cluster: None,
+            anomaly: crate::anomaly::AnomalyOptions::default(),
         }
     }
+}
+
+/// `[[anomaly]]` tables and `[anomaly_events]`, validated.
+fn anomaly_from(
+    tables: &[crate::anomaly::rules::RuleTable],
+    ev: AnomalyEventsSection,
+) -> Result<crate::anomaly::AnomalyOptions> {
+    let mut o = crate::anomaly::AnomalyOptions {
+        rules: crate::anomaly::rules::Rules::from_tables(tables)?,
+        ..crate::anomaly::AnomalyOptions::default()
+    };
+    let dur = |key: &str, v: &Option<String>| -> Result<Option<Duration>> {
+        v.as_deref()
+            .map(|t| match t.parse::<sumi_store::FsyncPolicy>() {
+                Ok(sumi_store::FsyncPolicy::Interval(d)) if !d.is_zero() => Ok(d),
+                _ => bail!(
+                    "anomaly_events.{key} = {t:?}: expected a duration such as \"500ms\" or \"5m\""
+                ),
+            })
+            .transpose()
+    };
+    if let Some(urls) = ev.webhooks {
+        for u in &urls {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                bail!("anomaly_events.webhooks: {u:?} is not an http:// or https:// URL");
+            }
+        }
+        o.webhooks.urls = urls;
+    }
+    if let Some(n) = ev.webhook_attempts {
+        if n == 0 {
+            bail!("anomaly_events.webhook_attempts must be at least 1");
+        }
+        o.webhooks.attempts = n;
+    }
+    if let Some(d) = dur("webhook_backoff", &ev.webhook_backoff)? {
+        o.webhooks.backoff = d;
+    }
+    if let Some(d) = dur("webhook_timeout", &ev.webhook_timeout)? {
+        o.webhooks.timeout = d;
+    }
+    if let Some(d) = dur("save_interval", &ev.save_interval)? {
+        o.save_interval = d;
+    }
+    if let Some(n) = ev.keep_events {
+        o.keep_events = n;
+    }
+    Ok(o)
 }
 
 fn parse_addr(what: &str, s: &str) -> Result<SocketAddr> {
@@ -557,6 +623,7 @@ impl Config {
             cluster.validate().map_err(anyhow::Error::msg)?;
             c.cluster = Some(cluster);
         }
+        c.anomaly = anomaly_from(&file.anomaly, file.anomaly_events)?;
 
         if let Some(d) = &flags.data_dir {
             c.data_dir = d.clone();

@@ -33,6 +33,10 @@ pub(crate) struct Running {
     pub(crate) http: JoinHandle<std::io::Result<()>>,
     pub(crate) http_stop: watch::Sender<bool>,
     pub(crate) cluster: Option<ClusterNode>,
+    /// The ingest-time anomaly detectors (`[[anomaly]]`), saved at shutdown.
+    pub(crate) anomaly: Option<Arc<crate::anomaly::Engine>>,
+    pub(crate) anomaly_saver: Option<JoinHandle<()>>,
+    pub(crate) anomaly_stop: watch::Sender<bool>,
 }
 
 /// A cluster node's parts (`[cluster]`): the log producer every ingest path writes to,
@@ -175,6 +179,37 @@ pub(crate) fn start(
         Some(c) => c.sink.clone(),
         None => store.clone(),
     };
+    // watched series are scored once the store has their points (single node only:
+    // a cluster's ingest node stores nothing to score against)
+    let anomaly = match (&cluster, config.anomaly.rules.is_empty()) {
+        (None, false) => Some(Arc::new(crate::anomaly::Engine::open(
+            &config.anomaly,
+            store.clone(),
+            &config.data_dir,
+            config.max_future_secs,
+        )?)),
+        (Some(_), false) => {
+            tracing::warn!("[[anomaly]] rules are ignored on a cluster node (docs/anomaly.md)");
+            None
+        }
+        (_, true) => None,
+    };
+    let sink: Arc<dyn sumi_model::Sink> = match &anomaly {
+        Some(engine) => Arc::new(crate::anomaly::AnomalySink {
+            inner: sink,
+            engine: engine.clone(),
+        }),
+        None => sink,
+    };
+    let (anomaly_stop, anomaly_stopped) = watch::channel(false);
+    let anomaly_saver = anomaly.as_ref().map(|engine| {
+        info!(rules = config.anomaly.rules.0.len(), "anomaly detection on");
+        tokio::spawn(crate::anomaly::save_periodically(
+            engine.clone(),
+            config.anomaly.save_interval,
+            anomaly_stopped,
+        ))
+    });
     let (ingest_stop, ingest_stopped) = watch::channel(false);
     let mut ingest = Vec::new();
     ingest.push(tokio::spawn(sumi_ingest::serve_tcp(
@@ -223,6 +258,9 @@ pub(crate) fn start(
                 consume.write_prometheus(out)
             }));
         }
+    }
+    if let Some(engine) = &anomaly {
+        state.anomalies = Some(engine.clone());
     }
     let readiness = state.readiness.clone();
     let http_stats = state.http_stats.clone();
@@ -274,6 +312,9 @@ pub(crate) fn start(
         http: http_task,
         http_stop,
         cluster,
+        anomaly,
+        anomaly_saver,
+        anomaly_stop,
     };
     running.readiness.set_ready();
     announce(config, addrs, udp)?;
