@@ -14,7 +14,7 @@
 //!   to `<data_dir>/anomaly/state` every `save_interval` and at shutdown; at start
 //!   each is restored and catches up on the points stored after its save (a crash
 //!   loses no learning). A watched series without saved state (a rule added for an
-//!   existing series) learns from its stored history of the last day, not from
+//!   existing series) learns from its stored history of the last six hours, not from
 //!   nothing.
 //! - Late and out-of-order points: the detector ignores a point at or before the
 //!   last one it took (no score, state untouched); the store still stores it.
@@ -43,8 +43,9 @@ use webhook::{Notifier, WebhookOptions};
 
 /// Shards of the series map (a power of two).
 const SHARDS: usize = 64;
-/// How far back a series without saved state looks for history to learn from.
-const HISTORY_SECS: i64 = 86_400;
+/// How far back a series without saved state looks for history to learn from (within
+/// the finest archive of the usual retentions, which whisper's archive choice reads).
+const HISTORY_SECS: i64 = 6 * 3600;
 
 /// `[anomaly_events]` and the rules, validated.
 #[derive(Debug, Clone)]
@@ -379,7 +380,7 @@ impl Engine {
 
     /// Before its first point in this process: a restored detector takes the stored
     /// points it has not seen (saved before a crash, or written while it was down);
-    /// a new one learns from the last day of stored history. Scores are not written
+    /// a new one learns from the last six hours of stored history. Scores are not written
     /// again and events not raised again for these points.
     fn catch_up(&self, name: &str, w: &mut Watched, before: i64) {
         if self.fresh_store && w.det.seen() == 0 {
