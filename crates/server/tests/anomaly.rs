@@ -2,8 +2,10 @@
 //! with `[[anomaly]]` rules, points over real carbon plaintext, scores read back with
 //! `anomalyScore()` through `/render`, events through `/api/anomalies` and
 //! `/events/get_data`, a webhook received by a real local HTTP server, and restarts
-//! (clean, and SIGKILL without any saved state) that must not change a single score.
+//! (clean, and SIGKILL without any saved state) that must not change a single score;
+//! the anomalies page in headless Chromium.
 
+mod browser;
 mod common;
 
 use std::sync::{Arc, Mutex};
@@ -299,5 +301,55 @@ fn scores_after_a_restart_equal_scores_without_one() {
         a,
         of(&killed),
         "SIGKILL without saved state changed the scores"
+    );
+}
+
+#[test]
+fn the_anomalies_page_lists_the_event_and_links_to_its_shaded_graph() {
+    let dir = scratch();
+    let cfg = config(dir.path(), "");
+    let sumi = start(&dir.path().join("data"), &cfg);
+    let (_, pts) = series(300, 250);
+    sumi.send_tcp(lines("app.api.latency", &pts).as_bytes());
+    sumi.wait_metric("sumi_anomaly_events_opened_total", 1.0);
+    let spike_ts = pts[250].0;
+
+    let mut b = browser::Browser::start(1280, 900);
+    b.open(&format!("http://{}/anomalies", sumi.http));
+    let rows = b.eval(
+        "Array.from(document.querySelectorAll('table.anomalies tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))",
+    );
+    let rows = rows.as_array().unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r[1] == "app.api.latency")
+        .unwrap_or_else(|| panic!("no row for the series: {rows:?}"));
+    assert_eq!(row[2], "spike");
+    assert!(row[3].as_str().unwrap().parse::<f64>().unwrap() >= 0.6);
+    b.screenshot("anomalies-list");
+
+    b.click("table.anomalies a.series");
+    b.wait_for(
+        "document.querySelectorAll('img.anomaly-graph').length === 2",
+        "the event's graphs",
+    );
+    b.wait_images();
+    let imgs = b.images("img.anomaly-graph");
+    assert_eq!(imgs.len(), 2, "{imgs:?}");
+    for (src, w, h) in &imgs {
+        assert_eq!((*w, *h), (900, 300), "{src} was not drawn");
+        assert!(src.contains(&format!("shade={spike_ts}:")), "{src}");
+    }
+    assert!(imgs[1].0.contains("anomalyScore"), "{imgs:?}");
+    b.screenshot("anomalies-graph");
+
+    // a server without rules says how to watch series
+    drop(sumi);
+    let dir2 = scratch();
+    let plain = Sumi::start(&dir2.path().join("data"), &[]);
+    b.open(&format!("http://{}/anomalies", plain.http));
+    assert_eq!(
+        b.eval("document.querySelector('#no-detectors') !== null"),
+        serde_json::json!(true)
     );
 }
