@@ -50,6 +50,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("cluster_record", cluster::cluster_record),
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
+    ("anomaly_state_file", anomaly::anomaly_state_file),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -67,6 +68,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("relay_queue", relay::queue_seeds),
     ("cluster_record", cluster::seeds),
     ("anomaly_state", anomaly::seeds),
+    ("anomaly_state_file", anomaly::state_file_seeds),
 ];
 
 /// The target called `name`.

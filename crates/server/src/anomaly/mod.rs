@@ -10,7 +10,7 @@
 //! - [`Engine`] holds the detectors (a sharded map, series → detector + event
 //!   tracker), the events (open ones and the most recent closed ones), the counters of
 //!   `/metrics`, and the webhook thread's handle.
-//! - State survives restarts: `state.rs` saves every detector (and its open event)
+//! - State survives restarts: [`sumi_anomaly::state_file`] is the format; [`Engine::save`] saves every detector (and its open event)
 //!   to `<data_dir>/anomaly/state` every `save_interval` and at shutdown; at start
 //!   each is restored and catches up on the points stored after its save (a crash
 //!   loses no learning). A watched series without saved state (a rule added for an
@@ -20,7 +20,6 @@
 //!   last one it took (no score, state untouched); the store still stores it.
 
 pub(crate) mod rules;
-pub(crate) mod state;
 pub(crate) mod webhook;
 
 use std::collections::{HashMap, VecDeque};
@@ -32,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use sumi_anomaly::events::{Change, Event, Tracker};
+use sumi_anomaly::state_file as state;
 use sumi_anomaly::Detector;
 use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError, SystemClock};
 use sumi_query::functions::anomaly::{score_path, SCORE_PREFIX};

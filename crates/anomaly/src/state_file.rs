@@ -1,5 +1,7 @@
-//! The detectors' saved state: `<data_dir>/anomaly/state`, written whole (to a
-//! temporary file, then renamed) every `save_interval` and at shutdown, read at start.
+//! The file of many series' detectors that the server saves (`<data_dir>/anomaly/state`,
+//! written whole every `save_interval` and at shutdown, read at start): each series'
+//! name, its open event ([`Tracker`]) and its detector's own saved state. Encoding and
+//! decoding only; the server does the I/O.
 //!
 //! ```text
 //! file    := magic "SUMIANO1" · record*
@@ -14,19 +16,19 @@
 //! and counted; the rest of the file still loads (each series' detector is rebuilt
 //! from stored history when its record is missing).
 
-use sumi_anomaly::events::{event_id, Event, Tracker};
+use crate::events::{event_id, Event, Tracker};
 
-pub(crate) const MAGIC: &[u8; 8] = b"SUMIANO1";
+pub const MAGIC: &[u8; 8] = b"SUMIANO1";
 
 /// One series as saved.
 #[derive(Debug, PartialEq)]
-pub(crate) struct Saved {
-    pub(crate) name: String,
-    pub(crate) tracker: Tracker,
-    pub(crate) detector: Vec<u8>,
+pub struct Saved {
+    pub name: String,
+    pub tracker: Tracker,
+    pub detector: Vec<u8>,
 }
 
-pub(crate) fn encode_record(out: &mut Vec<u8>, name: &str, tracker: &Tracker, detector: &[u8]) {
+pub fn encode_record(out: &mut Vec<u8>, name: &str, tracker: &Tracker, detector: &[u8]) {
     let mut p = Vec::with_capacity(detector.len() + name.len() + 64);
     let name_len = u16::try_from(name.len()).unwrap_or(u16::MAX);
     p.extend_from_slice(&name_len.to_le_bytes());
@@ -118,7 +120,7 @@ fn decode_payload(p: &[u8]) -> Option<Saved> {
 
 /// The records of a state file, and how many were damaged (skipped). An unknown
 /// magic is an error: the file is not ours, or from another version.
-pub(crate) fn decode(bytes: &[u8]) -> Result<(Vec<Saved>, u64), String> {
+pub fn decode(bytes: &[u8]) -> Result<(Vec<Saved>, u64), String> {
     let Some(mut rest) = bytes.strip_prefix(MAGIC.as_slice()) else {
         return Err("not a sumi anomaly state file (bad magic)".into());
     };
