@@ -119,6 +119,23 @@
 //! # linger_ms = 5
 //! # append_timeout_ms = 10000
 //!
+//! # Anomaly detection on ingest (docs/anomaly.md). No table: no series is watched.
+//! # Each table chooses series by glob and/or tag expressions (first match wins); its
+//! # other keys override the detector's settings.
+//! # [[anomaly]]
+//! # match = "servers.*.cpu.total"
+//! # tags = ["env=prod"]
+//! # alarm = 0.6
+//!
+//! # Where anomaly events go, and how the detectors' state is kept.
+//! # [anomaly_events]
+//! # webhooks = []
+//! # webhook_attempts = 5
+//! # webhook_backoff = "500ms"
+//! # webhook_timeout = "10s"
+//! # save_interval = "5m"
+//! # keep_events = 10000
+//!
 //! [log]
 //! # tracing filter, e.g. "info" or "sumi=debug,info"; RUST_LOG wins when set.
 //! level = "info"

@@ -121,12 +121,20 @@ pub fn store_options(config: &Config) -> Result<StoreOptions> {
 pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesRegistry)> {
     let t0 = Instant::now();
     let mut opts = store_options(config)?;
-    // Series of GrowthForecast graphs roll up by average with xFilesFactor 0.
+    // Series of GrowthForecast graphs roll up by average with xFilesFactor 0; anomaly
+    // scores (`_anomaly.<name>`) by their maximum, so zoomed-out graphs keep the peaks.
     let gf_series = SeriesRegistry::new();
+    let gf_override = gf_series.aggregation_override();
+    let scores = sumi_query::functions::anomaly::SCORE_PREFIX;
     opts.rules.aggregation = opts
         .rules
         .aggregation
-        .with_override(gf_series.aggregation_override());
+        .with_override(Arc::new(move |name: &str| {
+            if name.starts_with(scores) {
+                return Some((sumi_model::AggMethod::Max, 0.0));
+            }
+            gf_override(name)
+        }));
     let store = tokio::task::spawn_blocking(move || Store::open(opts, Arc::new(SystemClock)))
         .await
         .context("opening the store")?

@@ -34,7 +34,7 @@ use sumi_anomaly::events::{Change, Event, Tracker};
 use sumi_anomaly::state_file as state;
 use sumi_anomaly::Detector;
 use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError, SystemClock};
-use sumi_query::functions::anomaly::{score_path, SCORE_PREFIX};
+use sumi_query::functions::anomaly::SCORE_PREFIX;
 use sumi_store::Store;
 use tracing::{info, warn};
 
@@ -329,6 +329,7 @@ impl Engine {
         let mut scores = Batch::new();
         let now = SystemClock.now();
         let mut score_name = String::new();
+        let (mut scored, mut unscored) = (0u64, 0u64);
         for (name, p) in batch.iter() {
             if name.starts_with(SCORE_PREFIX) || p.ts > now + self.max_future_secs {
                 continue;
@@ -359,22 +360,28 @@ impl Engine {
                 w.needs_history = false;
                 self.catch_up(name, w, p.ts);
             }
-            match w.det.update(p.ts, p.value) {
-                Some(s) => {
-                    self.stats.points_scored.fetch_add(1, Ordering::Relaxed);
-                    score_name.clear();
-                    score_name.push_str(&score_path(name));
-                    scores.push(&score_name, p.ts, s);
-                    let alarm = self.rules.0[w.rule].config.alarm;
-                    let change = w.tracker.observe(name, p.ts, s, &w.det.views(), alarm);
-                    drop(map);
-                    self.record(change);
-                }
-                None => {
-                    self.stats.points_unscored.fetch_add(1, Ordering::Relaxed);
-                }
+            let Some(s) = w.det.update(p.ts, p.value) else {
+                unscored += 1;
+                continue;
+            };
+            scored += 1;
+            score_name.clear();
+            score_name.push_str(SCORE_PREFIX);
+            score_name.push_str(name);
+            scores.push(&score_name, p.ts, s);
+            let alarm = self.rules.0[w.rule].config.alarm;
+            let change = w.tracker.observe(name, p.ts, s, &w.det.views(), alarm);
+            drop(map);
+            if change != Change::None {
+                self.record(change);
             }
         }
+        self.stats
+            .points_scored
+            .fetch_add(scored, Ordering::Relaxed);
+        self.stats
+            .points_unscored
+            .fetch_add(unscored, Ordering::Relaxed);
         scores
     }
 
