@@ -77,6 +77,7 @@ impl Default for AnomalyOptions {
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
     pub(crate) points_scored: AtomicU64,
+    pub(crate) scores_stored: AtomicU64,
     pub(crate) points_unscored: AtomicU64,
     pub(crate) series_watched: AtomicU64,
     pub(crate) events_opened: AtomicU64,
@@ -97,8 +98,9 @@ pub(crate) struct Stats {
 impl Stats {
     fn write_prometheus(&self, out: &mut String) {
         use std::fmt::Write as _;
-        let rows: [(&str, &str, &str, &AtomicU64); 16] = [
+        let rows: [(&str, &str, &str, &AtomicU64); 17] = [
             ("sumi_anomaly_points_scored_total", "counter", "Points of watched series given a score.", &self.points_scored),
+            ("sumi_anomaly_scores_stored_total", "counter", "Scores stored as points of _anomaly.<name> series (also counted in sumi_points_stored_total).", &self.scores_stored),
             ("sumi_anomaly_points_unscored_total", "counter", "Points of watched series without a score (warm-up, late, out of order, not finite).", &self.points_unscored),
             ("sumi_anomaly_series_watched", "gauge", "Series with a detector.", &self.series_watched),
             ("sumi_anomaly_events_opened_total", "counter", "Anomaly events opened.", &self.events_opened),
@@ -286,22 +288,36 @@ impl Engine {
         Ok(())
     }
 
-    /// Writes every detector and the recent events (temporary file, then rename).
+    /// Writes every detector and the recent events (temporary file, then rename),
+    /// one record at a time, so a large state is never all in memory.
     pub(crate) fn save(&self) -> Result<()> {
+        use std::io::Write as _;
         let t0 = Instant::now();
-        let mut out = state::MAGIC.to_vec();
-        let mut series = 0usize;
-        for shard in self.shards.iter() {
-            let map = shard.lock().expect("shard");
-            for (name, slot) in map.iter() {
-                if let Slot::Watched(w) = slot {
-                    state::encode_record(&mut out, name, &w.tracker, &w.det.save());
-                    series += 1;
+        let path = self.state_path();
+        let tmp = path.with_extension("tmp");
+        let write = || -> std::io::Result<(usize, u64)> {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+            out.write_all(state::MAGIC)?;
+            let (mut series, mut bytes) = (0usize, state::MAGIC.len() as u64);
+            let mut record = Vec::new();
+            for shard in self.shards.iter() {
+                let map = shard.lock().expect("shard");
+                for (name, slot) in map.iter() {
+                    if let Slot::Watched(w) = slot {
+                        record.clear();
+                        state::encode_record(&mut record, name, &w.tracker, &w.det.save());
+                        out.write_all(&record)?;
+                        bytes += record.len() as u64;
+                        series += 1;
+                    }
                 }
             }
-        }
-        let path = self.state_path();
-        write_atomically(&path, &out)?;
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            Ok((series, bytes))
+        };
+        let (series, bytes) = write()
+            .and_then(|n| std::fs::rename(&tmp, &path).map(|()| n))
+            .with_context(|| format!("writing {}", path.display()))?;
         let events: Vec<serde_json::Value> = {
             let book = self.book.lock().expect("book");
             book.closed.iter().map(event_json).collect()
@@ -311,12 +327,10 @@ impl Engine {
             serde_json::Value::Array(events).to_string().as_bytes(),
         )?;
         self.stats.state_saves.fetch_add(1, Ordering::Relaxed);
-        self.stats
-            .state_bytes
-            .store(out.len() as u64, Ordering::Relaxed);
+        self.stats.state_bytes.store(bytes, Ordering::Relaxed);
         info!(
             series,
-            bytes = out.len(),
+            bytes,
             secs = t0.elapsed().as_secs_f64(),
             "anomaly state saved"
         );
@@ -503,12 +517,20 @@ impl Sink for AnomalySink {
         let outcome = self.inner.append(batch)?;
         let scores = self.engine.score(batch);
         if !scores.is_empty() {
-            if let Err(e) = self.inner.append(&scores) {
-                self.engine
-                    .stats
-                    .score_writes_failed
-                    .fetch_add(1, Ordering::Relaxed);
-                tracing::debug!("scores not stored: {e}");
+            match self.inner.append(&scores) {
+                Ok(o) => {
+                    self.engine
+                        .stats
+                        .scores_stored
+                        .fetch_add(o.accepted, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    self.engine
+                        .stats
+                        .score_writes_failed
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!("scores not stored: {e}");
+                }
             }
         }
         Ok(outcome)
