@@ -56,9 +56,9 @@ fn json_ok(v: &Value) -> Response {
         .into_response()
 }
 
-/// The events of a request's from/until (default: the last day), or the error
-/// answer.
-pub(crate) fn events_of(state: &AppState, params: &Params) -> Result<Vec<Event>, Response> {
+/// The events of a request's from/until (default: the last day), or what is wrong
+/// with them.
+pub(crate) fn events_of(state: &AppState, params: &Params) -> Result<Vec<Event>, String> {
     let tz = request_tz(state, params);
     let range = resolve_range(
         params.get("from"),
@@ -67,7 +67,7 @@ pub(crate) fn events_of(state: &AppState, params: &Params) -> Result<Vec<Event>,
         tz,
         unix_now(),
     )
-    .map_err(bad_request)?;
+    .map_err(|e| e.to_string())?;
     Ok(state
         .anomalies
         .as_ref()
@@ -76,11 +76,11 @@ pub(crate) fn events_of(state: &AppState, params: &Params) -> Result<Vec<Event>,
 }
 
 /// The glob test of `match`: against the metric part of a (possibly tagged) name.
-pub(crate) fn series_filter(params: &Params) -> Result<Option<PathPattern>, Response> {
+pub(crate) fn series_filter(params: &Params) -> Result<Option<PathPattern>, String> {
     match params.get("match").filter(|m| !m.is_empty()) {
         None => Ok(None),
         Some(m) => {
-            PathPattern::check(m).map_err(bad_request)?;
+            PathPattern::check(m).map_err(|e| e.to_string())?;
             Ok(Some(PathPattern::parse(m)))
         }
     }
@@ -103,11 +103,11 @@ pub async fn list(
     let params = request_params(&method, &headers, query.as_deref(), &body);
     let events = match events_of(&state, &params) {
         Ok(e) => e,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let filter = match series_filter(&params) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let list: Vec<Value> = events
         .iter()
@@ -140,7 +140,7 @@ pub async fn get_data(
     let params = request_params(&method, &headers, query.as_deref(), &body);
     let events = match events_of(&state, &params) {
         Ok(e) => e,
-        Err(r) => return r,
+        Err(e) => return bad_request(e),
     };
     let wanted: Vec<&str> = params
         .get_all("tags")

@@ -43,11 +43,11 @@ pub async fn list(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery)
     }
     let events = match events_of(&state, &params) {
         Ok(e) => e,
-        Err(r) => return r,
+        Err(e) => return crate::bad_request(e),
     };
     let filter = match series_filter(&params) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(e) => return crate::bad_request(e),
     };
     let shown: Vec<_> = events
         .iter()

@@ -23,7 +23,7 @@ pub(crate) mod rules;
 pub(crate) mod webhook;
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -127,6 +127,9 @@ impl Stats {
     }
 }
 
+/// One shard of the series map.
+type Shard = HashMap<Box<str>, Slot>;
+
 /// One series' entry in the map.
 enum Slot {
     /// No rule watches it (remembered, so rules are matched once per series).
@@ -152,7 +155,7 @@ struct Book {
 /// The detectors of every watched series, and what they found.
 pub(crate) struct Engine {
     rules: Rules,
-    shards: Box<[Mutex<HashMap<Box<str>, Slot>>]>,
+    shards: Box<[Mutex<Shard>]>,
     hasher: std::collections::hash_map::RandomState,
     book: Mutex<Book>,
     pub(crate) stats: Arc<Stats>,
@@ -199,10 +202,9 @@ impl Engine {
         Ok(engine)
     }
 
-    fn shard(&self, name: &str) -> &Mutex<HashMap<Box<str>, Slot>> {
-        let mut h = self.hasher.build_hasher();
-        name.hash(&mut h);
-        &self.shards[(h.finish() as usize) & (SHARDS - 1)]
+    fn shard(&self, name: &str) -> &Mutex<Shard> {
+        let h = self.hasher.hash_one(name);
+        &self.shards[(h as usize) & (SHARDS - 1)]
     }
 
     fn state_path(&self) -> PathBuf {
