@@ -13,6 +13,8 @@ pub mod anomaly;
 pub mod attime;
 pub mod cluster;
 pub mod codec;
+pub mod export_raw;
+pub mod gf_meta;
 pub mod glob;
 pub mod import_values;
 pub mod json_bulk;
@@ -51,6 +53,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
     ("anomaly_state_file", anomaly::anomaly_state_file),
+    ("export_raw", export_raw::export_raw),
+    ("gf_meta", gf_meta::gf_meta),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
