@@ -792,6 +792,44 @@ mod tests {
     }
 
     #[test]
+    fn anomaly_sections_parsed_and_checked() {
+        let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
+        assert!(c.anomaly.rules.is_empty(), "nothing is watched by default");
+        let file: FileConfig = toml::from_str(
+            "[[anomaly]]\nmatch = \"a.*\"\nalarm = 0.7\n[[anomaly]]\ntags = [\"dc=eu\"]\n\
+             [anomaly_events]\nwebhooks = [\"http://127.0.0.1:9/x\"]\nwebhook_attempts = 3\n\
+             webhook_backoff = \"2s\"\nsave_interval = \"1m\"\nkeep_events = 50\n",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
+        let a = &c.anomaly;
+        assert_eq!(a.rules.0.len(), 2);
+        assert_eq!(a.rules.0[0].config.alarm, 0.7);
+        assert_eq!(a.rules.rule_for("x.y;dc=eu"), Some(1));
+        assert_eq!(a.webhooks.urls, vec!["http://127.0.0.1:9/x".to_string()]);
+        assert_eq!(a.webhooks.attempts, 3);
+        assert_eq!(a.webhooks.backoff, Duration::from_secs(2));
+        assert_eq!(a.save_interval, Duration::from_secs(60));
+        assert_eq!(a.keep_events, 50);
+        for (text, says) in [
+            (
+                "[anomaly_events]\nwebhooks = [\"ftp://x\"]\n",
+                "not an http",
+            ),
+            ("[anomaly_events]\nwebhook_attempts = 0\n", "at least 1"),
+            (
+                "[anomaly_events]\nsave_interval = \"soon\"\n",
+                "save_interval",
+            ),
+            ("[[anomaly]]\nmatch = \"a\"\nwindow = \"x\"\n", "table 1"),
+        ] {
+            let file: FileConfig = toml::from_str(text).unwrap();
+            let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
+            assert!(format!("{e:#}").contains(says), "{text}: {e:#}");
+        }
+    }
+
+    #[test]
     fn cluster_section_parsed_and_checked() {
         let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
         assert!(c.cluster.is_none());
