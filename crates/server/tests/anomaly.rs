@@ -161,6 +161,21 @@ fn a_spike_scores_high_becomes_an_event_and_reaches_the_webhook() {
         "calm max {calm_max} vs spike {spike_score}"
     );
 
+    // read from the minute archive (a range past the 10 s archive's day), the scores
+    // roll up by their maximum, so the spike's minute keeps the spike's score
+    let v = sumi.get_json(&format!(
+        "/render?target=anomalyScore(app.web.latency)&from={}&until={}&format=json",
+        now() - 2 * 86_400,
+        now() + 60
+    ));
+    let minute = v[0]["datapoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[1].as_i64() == Some(spike_ts - spike_ts % 60))
+        .unwrap_or_else(|| panic!("no minute of the spike: {v}"));
+    assert_eq!(minute[0].as_f64(), Some(spike_score));
+
     // an unwatched series: one series of nulls, still named after it
     let (name, s) = scores(&sumi, "anomalyScore(other.web.latency)", t0 - STEP);
     assert_eq!(name, "anomalyScore(other.web.latency)");
