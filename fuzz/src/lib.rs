@@ -14,6 +14,7 @@ pub mod attime;
 pub mod cluster;
 pub mod codec;
 pub mod export_raw;
+pub mod fanout;
 pub mod gf_meta;
 pub mod glob;
 pub mod import_values;
@@ -50,6 +51,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("relay_queue", relay::relay_queue),
     ("relay_rules", relay::relay_rules),
     ("cluster_record", cluster::cluster_record),
+    ("cluster_spill", cluster::cluster_spill),
+    ("fanout_fetch", fanout::fanout_fetch),
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
     ("anomaly_state_file", anomaly::anomaly_state_file),
@@ -71,6 +74,8 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("rrd_file", rrd::seeds),
     ("relay_queue", relay::queue_seeds),
     ("cluster_record", cluster::seeds),
+    ("cluster_spill", cluster::spill_seeds),
+    ("fanout_fetch", fanout::seeds),
     ("anomaly_state", anomaly::seeds),
     ("anomaly_state_file", anomaly::state_file_seeds),
 ];

@@ -56,7 +56,12 @@ pub fn event_id(series: &str, start: i64) -> String {
 
 /// The largest of a point's view scores.
 pub fn strongest_view(v: &Views) -> f64 {
-    v.point.max(v.level).max(v.spread).max(v.pattern).max(v.gap)
+    v.point
+        .max(v.level)
+        .max(v.spread)
+        .max(v.pattern)
+        .max(v.gap)
+        .max(v.season)
 }
 
 /// What a point did to the series' event.

@@ -52,6 +52,17 @@ enum Command {
     /// plaintext, CSV or JSON lines, streamed.
     /// Exit status: 0 done, 2 failed.
     Export(export::ExportFlags),
+    /// A cluster on Kafka (docs/cluster.md). `status`: every storage node's health, and
+    /// per partition its log end, its owners' offsets and lag. Exit status: 0 all up,
+    /// 1 a node down or a partition without a live owner, 2 the status could not be read.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Partitions, owners, consumed and log-end offsets, lag, node health.
+    Status(sumi_server::cluster_status::StatusFlags),
 }
 
 #[derive(clap::Args)]
@@ -107,5 +118,8 @@ fn main() -> Result<()> {
         }
         Command::Import(cmd) => std::process::exit(import::run(cmd)),
         Command::Export(flags) => std::process::exit(export::run(&flags)),
+        Command::Cluster(ClusterCommand::Status(flags)) => {
+            std::process::exit(sumi_server::cluster_status::run(&flags))
+        }
     }
 }

@@ -13,7 +13,8 @@
 //! GrowthForecast's JSON API, their values through `/xport` for the ranges `sd`
 //! (1-minute file), `w`, `m` and `y` (the 30-minute, 2-hour and 1-day archives), the
 //! same values rrdtool fetches (after the graph's limits and adjust), and `d` the
-//! 5-minute averages of the 1-minute samples.
+//! 5-minute averages of the 1-minute samples; and the subtract view of a count graph
+//! over `w`, `m` and `y` against rrdtool's fetch of the `sub` data source.
 
 mod common;
 
@@ -126,9 +127,60 @@ fn shown(g: &Value, v: Option<f64>) -> Option<f64> {
     Some(v)
 }
 
+/// Checks the subtract view of `t` (read from the archive of `r` seconds, GrowthForecast's
+/// RRA of the same step) against rrdtool's fetch of `sub` from that RRA, for a `count`
+/// graph.
+///
+/// GrowthForecast's row at T is the mean of the 5-minute differences of its samples E
+/// in (T-r, T]: `(E(T) - E(T-r)) / n` with `n = r / 300`. sumi has only the mean of the
+/// samples, `num(T)` (the imported `num` row), so its row is
+/// `(num(T) - num(T-r)) / n`. The number of a count graph never falls, so
+/// `E(T-r) <= num(T) <= E(T)`, which bounds each row, `0 <= sumi <= gf(T) + gf(T-r)`,
+/// and a run of rows T1..T2, whose sums telescope:
+/// `-gf(T1-r) <= sum(gf) - sum(sumi) <= gf(T2)`. A view that summed the changes in each
+/// 5 minutes would show a whole row's change, n times these.
+fn check_subtract(sumi: &Sumi, g: &Value, t: &str, r: i64, gf: &[(i64, Option<f64>)]) {
+    let path = format!("/xport/{}?t={t}&width=4000&gmode=subtract", graph_path(g));
+    let got = xport(sumi, &path);
+    let gf: HashMap<i64, f64> = gf.iter().filter_map(|&(t, v)| v.map(|v| (t, v))).collect();
+    let gf_max = gf.values().copied().fold(0.0, f64::max);
+    let mut times: Vec<i64> = got.keys().copied().collect();
+    times.sort_unstable();
+    let (mut sum_gf, mut sum_sumi, mut run) = (0.0, 0.0, Vec::new());
+    for ts in times {
+        let (Some(&Some(v)), Some(&want)) = (got.get(&ts), gf.get(&ts)) else {
+            continue;
+        };
+        let before = gf.get(&(ts - r)).copied().unwrap_or(gf_max);
+        assert!(
+            v >= -1e-9 && v <= want + before + 1e-9,
+            "{path} at {ts}: sumi {v}, rrdtool {want} (and {before} before)"
+        );
+        if let Some(&last) = run.last() {
+            assert_eq!(ts, last + r, "{path}: rows compared are not contiguous");
+        }
+        run.push(ts);
+        sum_gf += want;
+        sum_sumi += v;
+    }
+    assert!(run.len() > 300, "{path}: {} rows compared", run.len());
+    let first_before = gf.get(&(run[0] - r)).copied().unwrap_or(gf_max);
+    let last = gf[run.last().unwrap()];
+    let d = sum_gf - sum_sumi;
+    assert!(
+        -first_before - 1e-6 <= d && d <= last + 1e-6,
+        "{path}: rrdtool's rows add up to {sum_gf}, sumi's to {sum_sumi}"
+    );
+}
+
 fn check_values(sumi: &Sumi, gen: &Value) {
     for g in gen["graphs"].as_array().unwrap() {
         let f = &g["fetch"];
+        if g["mode"] == "count" {
+            for (t, r) in [("w", 1800), ("m", 7200), ("y", 86400)] {
+                check_subtract(sumi, g, t, r, &rows(&f[format!("sub{r}")]));
+            }
+        }
         let minute = rows(&f["60"]);
         let apply = |r: Vec<(i64, Option<f64>)>| -> Vec<(i64, Option<f64>)> {
             r.into_iter().map(|(t, v)| (t, shown(g, v))).collect()

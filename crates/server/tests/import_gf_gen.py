@@ -24,11 +24,14 @@ Posts are simulated relative to the real current time, seeded. Then rrdtool fetc
 each graph's files over the ranges the test reads, and one JSON document goes to
 stdout:
 
-    {"t0": T0, "graphs": [{"id", "service", "section", "graph", "derive",
-       "fetch": {"60": rows, "1800": rows, "7200": rows, "86400": rows}}]}
+    {"t0": T0, "graphs": [{"id", "service", "section", "graph", "mode", "derive",
+       "fetch": {"60": rows, "1800": rows, "7200": rows, "86400": rows,
+                 "sub1800": rows, "sub7200": rows, "sub86400": rows}}]}
 
 rows: [[t, value-bits or null], ...], t the end of the row's interval (what rrdtool
-fetch prints), a value as the 16 hex digits of its IEEE-754 bits.
+fetch prints), a value as the 16 hex digits of its IEEE-754 bits. The numbers are
+`num`'s AVERAGE RRAs (of the 1-minute file for 60), the `sub…` ones `sub`'s (the
+subtract view).
 """
 
 import json
@@ -212,11 +215,11 @@ def work(path, step, heartbeat, rra_rows, dst, created, t_end, timeline, mode):
     return g
 
 
-def fetch(path, step, start, end):
+def fetch(path, step, start, end, ds="num"):
     (first, _last, res), names, rows = rrdtool.fetch(
         path, "AVERAGE", "-r", str(step), "-s", str(start), "-e", str(end))
     assert res == step, (path, step, res)
-    col = names.index("num")
+    col = names.index(ds)
     return [[first + (k + 1) * res, bits(r[col])] for k, r in enumerate(rows)]
 
 
@@ -326,9 +329,13 @@ def main():
         fetches["1800"] = fetch(main_f, 1800, t0 - 8 * DAY, t0)
         fetches["7200"] = fetch(main_f, 7200, t0 - 35 * DAY, t0)
         fetches["86400"] = fetch(main_f, 86400, t0 - 400 * DAY, t0)
+        # the subtract: what GrowthForecast drew for gmode=subtract
+        for step, span in ((1800, 8 * DAY), (7200, 35 * DAY), (86400, 400 * DAY)):
+            fetches["sub%d" % step] = fetch(main_f, step, t0 - span, t0, "sub")
         report.append({
             "id": gid, "service": service, "section": section, "graph": name,
-            "derive": mode == "derive", "number": g.number, "fetch": fetches,
+            "mode": mode, "derive": mode == "derive", "number": g.number,
+            "fetch": fetches,
         })
     # a row GrowthForecast could not read either: meta that is not JSON
     db.execute(
