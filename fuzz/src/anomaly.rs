@@ -5,8 +5,16 @@
 //!   detector that saves back to exactly the input and then scores further points with
 //!   scores in `[0, 1]` (or `None`) without panicking.
 //!
-//! Its seed corpus is generated: [`seeds`] (states after a few lengths of a series).
+//! - [`anomaly_state_file`] decodes the input as the server's file of many series'
+//!   states (`sumi_anomaly::state_file`). Accepted outcomes: an error with a message
+//!   (bad magic); or records (damaged ones counted, never a panic) that encode back to
+//!   exactly the bytes they came from, each detector restoring or refusing cleanly.
+//!
+//! Their seed corpora are generated: [`seeds`] (states after a few lengths of a
+//! series) and [`state_file_seeds`].
 
+use sumi_anomaly::events::{event_id, Event, Tracker};
+use sumi_anomaly::state_file;
 use sumi_anomaly::{Config, Detector};
 
 pub fn anomaly_state(data: &[u8]) {
@@ -41,4 +49,63 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         out.push((name, det.save()));
     }
     out
+}
+
+pub fn anomaly_state_file(data: &[u8]) {
+    let (saved, damaged) = match state_file::decode(data) {
+        Err(e) => {
+            assert!(!e.is_empty());
+            return;
+        }
+        Ok(x) => x,
+    };
+    let mut again = state_file::MAGIC.to_vec();
+    for s in &saved {
+        state_file::encode_record(&mut again, &s.name, &s.tracker, &s.detector);
+        if let Ok(mut det) = Detector::restore(Config::default(), &s.detector) {
+            if let Some(score) = det.update(i64::MAX / 2, 1.0) {
+                assert!((0.0..=1.0).contains(&score), "score {score}");
+            }
+        }
+    }
+    if damaged == 0 {
+        // undamaged records re-encode to the input (floats bit for bit)
+        let (again_saved, again_damaged) = state_file::decode(&again).expect("own output");
+        assert_eq!(again_damaged, 0);
+        assert_eq!(again_saved.len(), saved.len());
+        for (a, b) in again_saved.iter().zip(&saved) {
+            assert_eq!(a.name, b.name);
+            assert_eq!(a.detector, b.detector);
+            assert_eq!(a.tracker.quiet, b.tracker.quiet);
+            assert_eq!(
+                a.tracker.open.as_ref().map(|e| e.peak.to_bits()),
+                b.tracker.open.as_ref().map(|e| e.peak.to_bits())
+            );
+        }
+    }
+}
+
+/// A file of two series (one with an open event), and an empty one.
+pub fn state_file_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let mut det = Detector::new(Config::default());
+    for i in 0..100 {
+        det.update(i * 60, (i % 7) as f64);
+    }
+    let open = Tracker {
+        open: Some(Event {
+            id: event_id("b;dc=eu", 600),
+            series: "b;dc=eu".into(),
+            start: 600,
+            end: 660,
+            peak: 0.91,
+            peak_ts: 600,
+            reason: "spike".into(),
+            open: true,
+        }),
+        quiet: 2,
+    };
+    let mut two = state_file::MAGIC.to_vec();
+    state_file::encode_record(&mut two, "a.b.c", &Tracker::default(), &det.save());
+    state_file::encode_record(&mut two, "b;dc=eu", &open, &det.save());
+    vec![("two", two), ("empty", state_file::MAGIC.to_vec())]
 }

@@ -55,6 +55,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("fanout_fetch", fanout::fanout_fetch),
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
+    ("anomaly_state_file", anomaly::anomaly_state_file),
     ("export_raw", export_raw::export_raw),
     ("gf_meta", gf_meta::gf_meta),
 ];
@@ -76,6 +77,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("cluster_spill", cluster::spill_seeds),
     ("fanout_fetch", fanout::seeds),
     ("anomaly_state", anomaly::seeds),
+    ("anomaly_state_file", anomaly::state_file_seeds),
 ];
 
 /// The target called `name`.

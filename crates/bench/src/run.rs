@@ -23,6 +23,9 @@ use crate::{http, prom};
 
 /// The counter of points applied to the store, summed over its label sets.
 pub const STORED_METRIC: &str = "sumi_points_stored_total";
+/// Anomaly scores the server stored beside the points it was sent (docs/anomaly.md),
+/// taken off [`STORED_METRIC`].
+pub const SCORES_METRIC: &str = "sumi_anomaly_scores_stored_total";
 
 /// Bound of one `/metrics` or `/render` request.
 const POLL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -453,7 +456,11 @@ fn stored_total(http_addr: &str) -> Result<Option<f64>, BenchError> {
             reason: format!("status {}", r.status),
         });
     }
-    prom::sum_metric(&String::from_utf8_lossy(&r.body), STORED_METRIC)
+    let text = String::from_utf8_lossy(&r.body);
+    // a server scoring anomalies on ingest also stores a score per point; those are not
+    // the client's points
+    let scores = prom::sum_metric(&text, SCORES_METRIC)?.unwrap_or(0.0);
+    Ok(prom::sum_metric(&text, STORED_METRIC)?.map(|stored| stored - scores))
 }
 
 fn unix_now() -> i64 {

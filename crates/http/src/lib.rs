@@ -30,6 +30,7 @@
 //! a message saying what was wrong, never a 500.
 
 pub mod admin_api;
+pub mod anomaly_api;
 pub mod auth;
 pub mod fanout;
 pub mod functions_api;
@@ -91,6 +92,9 @@ pub struct AppState {
     /// More Prometheus text for `/metrics` from stages outside this crate (a cluster
     /// node's producer and consumer), written after the store's.
     pub extra_metrics: Vec<MetricsWriter>,
+    /// Anomaly events (the server's ingest-time detectors), for `/api/anomalies`,
+    /// `/events/get_data`, the anomalies page and `/metrics`; `None`: no detectors.
+    pub anomalies: Option<Arc<dyn anomaly_api::AnomalyFeed>>,
     /// On a cluster node with peers: reads answered for the whole cluster (see
     /// [`fanout`]); `None` reads this node's store only.
     pub fanout: Option<Arc<fanout::Fanout>>,
@@ -172,6 +176,7 @@ impl AppState {
             http_stats: Arc::new(reqstats::HttpStats::default()),
             readiness: Arc::new(ops::Readiness::default()),
             extra_metrics: Vec::new(),
+            anomalies: None,
             fanout: None,
         })
     }
@@ -211,6 +216,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/version/", any(functions_api::version))
         .route("/api/v1/series/delete", post(admin_api::delete))
         .route("/api/v1/series/rename", post(admin_api::rename))
+        .route("/api/anomalies", get(anomaly_api::list))
+        .route("/events/get_data", any(anomaly_api::get_data))
+        .route("/events/get_data/", any(anomaly_api::get_data))
         .route("/health", get(ops::health))
         .route("/ready", get(ops::ready))
         .merge(growthforecast::routes())

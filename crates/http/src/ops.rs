@@ -20,6 +20,9 @@ pub fn prometheus(state: &AppState) -> Response {
     for write in &state.extra_metrics {
         write(&mut text);
     }
+    if let Some(feed) = &state.anomalies {
+        feed.write_prometheus(&mut text);
+    }
     state.http_stats.write_prometheus(&mut text);
     state.auth.write_prometheus(&mut text);
     text.push_str("# TYPE sumi_uptime_seconds gauge\n");

@@ -131,6 +131,23 @@
 //! # http = "10.0.0.1:8080"
 //! # partitions = [0, 1, 2, 3]
 //!
+//! # Anomaly detection on ingest (docs/anomaly.md). No table: no series is watched.
+//! # Each table chooses series by glob and/or tag expressions (first match wins); its
+//! # other keys override the detector's settings.
+//! # [[anomaly]]
+//! # match = "servers.*.cpu.total"
+//! # tags = ["env=prod"]
+//! # alarm = 0.6
+//!
+//! # Where anomaly events go, and how the detectors' state is kept.
+//! # [anomaly_events]
+//! # webhooks = []
+//! # webhook_attempts = 5
+//! # webhook_backoff = "500ms"
+//! # webhook_timeout = "10s"
+//! # save_interval = "5m"
+//! # keep_events = 10000
+//!
 //! [log]
 //! # tracing filter, e.g. "info" or "sumi=debug,info"; RUST_LOG wins when set.
 //! level = "info"
@@ -168,6 +185,21 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     pub(crate) log: LogSection,
     pub(crate) cluster: Option<sumi_cluster::ClusterConfig>,
+    #[serde(default)]
+    pub(crate) anomaly: Vec<crate::anomaly::rules::RuleTable>,
+    #[serde(default)]
+    pub(crate) anomaly_events: AnomalyEventsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AnomalyEventsSection {
+    pub(crate) webhooks: Option<Vec<String>>,
+    pub(crate) webhook_attempts: Option<u32>,
+    pub(crate) webhook_backoff: Option<String>,
+    pub(crate) webhook_timeout: Option<String>,
+    pub(crate) save_interval: Option<String>,
+    pub(crate) keep_events: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -420,6 +452,8 @@ pub struct Config {
     pub(crate) warnings: Vec<String>,
     /// A node of a cluster on Kafka (`[cluster]`); `None`: a single node.
     pub(crate) cluster: Option<sumi_cluster::ClusterConfig>,
+    /// `[[anomaly]]` rules and `[anomaly_events]`.
+    pub(crate) anomaly: crate::anomaly::AnomalyOptions,
 }
 
 impl Default for Config {
@@ -449,8 +483,57 @@ impl Default for Config {
             selfmon: SelfmonOptions::default(),
             warnings: Vec::new(),
             cluster: None,
+            anomaly: crate::anomaly::AnomalyOptions::default(),
         }
     }
+}
+
+/// `[[anomaly]]` tables and `[anomaly_events]`, validated.
+fn anomaly_from(
+    tables: &[crate::anomaly::rules::RuleTable],
+    ev: AnomalyEventsSection,
+) -> Result<crate::anomaly::AnomalyOptions> {
+    let mut o = crate::anomaly::AnomalyOptions {
+        rules: crate::anomaly::rules::Rules::from_tables(tables)?,
+        ..crate::anomaly::AnomalyOptions::default()
+    };
+    let dur = |key: &str, v: &Option<String>| -> Result<Option<Duration>> {
+        v.as_deref()
+            .map(|t| match t.parse::<sumi_store::FsyncPolicy>() {
+                Ok(sumi_store::FsyncPolicy::Interval(d)) if !d.is_zero() => Ok(d),
+                _ => bail!(
+                    "anomaly_events.{key} = {t:?}: expected a duration such as \"500ms\" or \"5m\""
+                ),
+            })
+            .transpose()
+    };
+    if let Some(urls) = ev.webhooks {
+        for u in &urls {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                bail!("anomaly_events.webhooks: {u:?} is not an http:// or https:// URL");
+            }
+        }
+        o.webhooks.urls = urls;
+    }
+    if let Some(n) = ev.webhook_attempts {
+        if n == 0 {
+            bail!("anomaly_events.webhook_attempts must be at least 1");
+        }
+        o.webhooks.attempts = n;
+    }
+    if let Some(d) = dur("webhook_backoff", &ev.webhook_backoff)? {
+        o.webhooks.backoff = d;
+    }
+    if let Some(d) = dur("webhook_timeout", &ev.webhook_timeout)? {
+        o.webhooks.timeout = d;
+    }
+    if let Some(d) = dur("save_interval", &ev.save_interval)? {
+        o.save_interval = d;
+    }
+    if let Some(n) = ev.keep_events {
+        o.keep_events = n;
+    }
+    Ok(o)
 }
 
 fn parse_addr(what: &str, s: &str) -> Result<SocketAddr> {
@@ -569,6 +652,7 @@ impl Config {
             cluster.validate().map_err(anyhow::Error::msg)?;
             c.cluster = Some(cluster);
         }
+        c.anomaly = anomaly_from(&file.anomaly, file.anomaly_events)?;
 
         if let Some(d) = &flags.data_dir {
             c.data_dir = d.clone();
@@ -717,6 +801,44 @@ mod tests {
         assert_eq!(c.data_dir, PathBuf::from("/var/lib/sumi"));
         assert_eq!(c.carbon_addr.to_string(), "0.0.0.0:2003");
         assert_eq!(c.http_addr.to_string(), "127.0.0.1:9090");
+    }
+
+    #[test]
+    fn anomaly_sections_parsed_and_checked() {
+        let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
+        assert!(c.anomaly.rules.is_empty(), "nothing is watched by default");
+        let file: FileConfig = toml::from_str(
+            "[[anomaly]]\nmatch = \"a.*\"\nalarm = 0.7\n[[anomaly]]\ntags = [\"dc=eu\"]\n\
+             [anomaly_events]\nwebhooks = [\"http://127.0.0.1:9/x\"]\nwebhook_attempts = 3\n\
+             webhook_backoff = \"2s\"\nsave_interval = \"1m\"\nkeep_events = 50\n",
+        )
+        .unwrap();
+        let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
+        let a = &c.anomaly;
+        assert_eq!(a.rules.0.len(), 2);
+        assert_eq!(a.rules.0[0].config.alarm, 0.7);
+        assert_eq!(a.rules.rule_for("x.y;dc=eu"), Some(1));
+        assert_eq!(a.webhooks.urls, vec!["http://127.0.0.1:9/x".to_string()]);
+        assert_eq!(a.webhooks.attempts, 3);
+        assert_eq!(a.webhooks.backoff, Duration::from_secs(2));
+        assert_eq!(a.save_interval, Duration::from_secs(60));
+        assert_eq!(a.keep_events, 50);
+        for (text, says) in [
+            (
+                "[anomaly_events]\nwebhooks = [\"ftp://x\"]\n",
+                "not an http",
+            ),
+            ("[anomaly_events]\nwebhook_attempts = 0\n", "at least 1"),
+            (
+                "[anomaly_events]\nsave_interval = \"soon\"\n",
+                "save_interval",
+            ),
+            ("[[anomaly]]\nmatch = \"a\"\nwindow = \"x\"\n", "table 1"),
+        ] {
+            let file: FileConfig = toml::from_str(text).unwrap();
+            let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
+            assert!(format!("{e:#}").contains(says), "{text}: {e:#}");
+        }
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! - `wire.rs`: the store opened and every stage started on the listeners: carbon
 //!   plaintext (TCP, UDP) and pickle into the store, HTTP, self-monitoring.
 //! - `shutdown.rs`: the ordered stop of what `wire.rs` started.
+//! - `anomaly/`: `[[anomaly]]` rules, the detectors on the ingest seam, their saved
+//!   state, events and webhooks (docs/anomaly.md).
 //! - `selfmon.rs`: sumi's own metrics, recorded as series; `tls.rs`: HTTPS;
 //!   `notify.rs`: systemd's readiness protocol.
 //!
@@ -17,6 +19,7 @@
 pub mod cluster_status;
 pub mod config;
 
+mod anomaly;
 mod bind;
 mod notify;
 mod selfmon;

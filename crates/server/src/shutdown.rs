@@ -1,6 +1,7 @@
 //! Ordered shutdown of a [`Running`] server, each step logged with its duration:
 //! `/ready` turns 503 and systemd hears `STOPPING=1`, self-monitoring stops, then the
 //! ingest listeners stop accepting and drain (every byte already read is appended),
+//! the anomaly detectors' state is saved,
 //! the store closes (head flushed to parts, WAL synced, manifest written), and HTTP
 //! stops last, so reads keep working until the store is closed. `shutdown` returns once
 //! the last reference to the store is gone (bounded), so that the data directory's lock
@@ -35,6 +36,21 @@ impl Running {
             }
         }
         info!(secs = step.elapsed().as_secs_f64(), "ingest drained");
+
+        // every point ingest took has been scored: save the detectors before the store
+        // closes (their catch-up at the next start reads the store)
+        let _ = self.anomaly_stop.send(true);
+        if let Some(task) = self.anomaly_saver {
+            let _ = task.await;
+        }
+        if let Some(engine) = self.anomaly.clone() {
+            let step = Instant::now();
+            match tokio::task::spawn_blocking(move || engine.save()).await {
+                Ok(Ok(())) => info!(secs = step.elapsed().as_secs_f64(), "anomaly state saved"),
+                Ok(Err(e)) => warn!("saving the anomaly state: {e:#}"),
+                Err(e) => warn!("saving the anomaly state: {e}"),
+            }
+        }
 
         if let Some(cluster) = self.cluster {
             // what ingest handed the producer is acknowledged already; the consumer

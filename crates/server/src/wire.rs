@@ -33,6 +33,10 @@ pub(crate) struct Running {
     pub(crate) http: JoinHandle<std::io::Result<()>>,
     pub(crate) http_stop: watch::Sender<bool>,
     pub(crate) cluster: Option<ClusterNode>,
+    /// The ingest-time anomaly detectors (`[[anomaly]]`), saved at shutdown.
+    pub(crate) anomaly: Option<Arc<crate::anomaly::Engine>>,
+    pub(crate) anomaly_saver: Option<JoinHandle<()>>,
+    pub(crate) anomaly_stop: watch::Sender<bool>,
 }
 
 /// A cluster node's parts (`[cluster]`): the log producer every ingest path writes to,
@@ -158,12 +162,20 @@ pub fn store_options(config: &Config) -> Result<StoreOptions> {
 pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesRegistry)> {
     let t0 = Instant::now();
     let mut opts = store_options(config)?;
-    // Series of GrowthForecast graphs roll up by average with xFilesFactor 0.
+    // Series of GrowthForecast graphs roll up by average with xFilesFactor 0; anomaly
+    // scores (`_anomaly.<name>`) by their maximum, so zoomed-out graphs keep the peaks.
     let gf_series = SeriesRegistry::new();
+    let gf_override = gf_series.aggregation_override();
+    let scores = sumi_query::functions::anomaly::SCORE_PREFIX;
     opts.rules.aggregation = opts
         .rules
         .aggregation
-        .with_override(gf_series.aggregation_override());
+        .with_override(Arc::new(move |name: &str| {
+            if name.starts_with(scores) {
+                return Some((sumi_model::AggMethod::Max, 0.0));
+            }
+            gf_override(name)
+        }));
     let store = tokio::task::spawn_blocking(move || Store::open(opts, Arc::new(SystemClock)))
         .await
         .context("opening the store")?
@@ -216,6 +228,37 @@ pub(crate) fn start(
         Some(c) => c.sink.clone(),
         None => store.clone(),
     };
+    // watched series are scored once the store has their points (single node only:
+    // a cluster's ingest node stores nothing to score against)
+    let anomaly = match (&cluster, config.anomaly.rules.is_empty()) {
+        (None, false) => Some(Arc::new(crate::anomaly::Engine::open(
+            &config.anomaly,
+            store.clone(),
+            &config.data_dir,
+            config.max_future_secs,
+        )?)),
+        (Some(_), false) => {
+            tracing::warn!("[[anomaly]] rules are ignored on a cluster node (docs/anomaly.md)");
+            None
+        }
+        (_, true) => None,
+    };
+    let sink: Arc<dyn sumi_model::Sink> = match &anomaly {
+        Some(engine) => Arc::new(crate::anomaly::AnomalySink {
+            inner: sink,
+            engine: engine.clone(),
+        }),
+        None => sink,
+    };
+    let (anomaly_stop, anomaly_stopped) = watch::channel(false);
+    let anomaly_saver = anomaly.as_ref().map(|engine| {
+        info!(rules = config.anomaly.rules.0.len(), "anomaly detection on");
+        tokio::spawn(crate::anomaly::save_periodically(
+            engine.clone(),
+            config.anomaly.save_interval,
+            anomaly_stopped,
+        ))
+    });
     let (ingest_stop, ingest_stopped) = watch::channel(false);
     let mut ingest = Vec::new();
     ingest.push(tokio::spawn(sumi_ingest::serve_tcp(
@@ -272,6 +315,9 @@ pub(crate) fn start(
             state.fanout = Some(Arc::new(fanout));
         }
     }
+    if let Some(engine) = &anomaly {
+        state.anomalies = Some(engine.clone());
+    }
     let readiness = state.readiness.clone();
     let http_stats = state.http_stats.clone();
     let (http_stop, mut http_stopped) = watch::channel(false);
@@ -322,6 +368,9 @@ pub(crate) fn start(
         http: http_task,
         http_stop,
         cluster,
+        anomaly,
+        anomaly_saver,
+        anomaly_stop,
     };
     running.readiness.set_ready();
     announce(config, addrs, udp)?;

@@ -100,6 +100,7 @@ pub fn page(title: &str, crumbs: &Crumbs, actions: &str, body: &str) -> String {
     <a href="/">Graphs</a>
     <a href="/add_complex">Add complex graph</a>
     <a href="/browse">Metric browser</a>
+    <a href="/anomalies">Anomalies</a>
   </nav>
 </header>
 <div class="bar"><nav class="crumbs">{crumbs}</nav><div class="actions">{actions}</div></div>

@@ -12,7 +12,9 @@
 //! - `pages.rs`: the home page, a service, a section, one graph.
 //! - `forms.rs`: editing a graph, adding and editing complex graphs.
 //! - `browse.rs`: the metric browser.
+//! - `anomalies.rs`: open and recent anomaly events, each with its graph shaded.
 
+pub mod anomalies;
 pub mod browse;
 pub mod forms;
 pub mod html;
@@ -51,6 +53,8 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/add_complex", get(forms::add_complex))
         .route("/edit_complex/{id}", get(forms::edit_complex))
         .route("/browse", get(browse::handle))
+        .route("/anomalies", get(anomalies::list))
+        .route("/anomalies/graph", get(anomalies::graph))
         .route("/static/{file}", get(asset))
         .route(
             "/favicon.ico",

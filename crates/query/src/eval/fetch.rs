@@ -205,6 +205,29 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// One stored series by its exact name (no glob expansion, tagged names too) over
+    /// the context's interval, or `None` when the source has nothing for it: for
+    /// functions that read a companion series of their input (`anomalyScore`).
+    pub(crate) fn fetch_exact(
+        &self,
+        ctx: &RequestContext,
+        path: &str,
+    ) -> Result<Option<TimeSeries>, QueryError> {
+        let mut answer: Option<Answer> = None;
+        self.source
+            .fetch_each(&[path], ctx.from, ctx.until, ctx.now, &mut |_, f| {
+                Answer::keep_more_complete(&mut answer, f);
+            })?;
+        let xff = self.x_files_factor(ctx);
+        Ok(answer.map(|a| {
+            let mut s = TimeSeries::new(path.to_string(), a.start, a.end, a.step, a.values);
+            s.x_files_factor = xff;
+            s
+        }))
+    }
+}
+
+impl Session<'_> {
     /// The series of `names` (leaves of `pattern`, sorted), built as
     /// [`Session::fetch`] builds a pattern's series: for streaming evaluation, which
     /// reads a pattern's leaves a chunk at a time.

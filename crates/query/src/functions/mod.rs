@@ -9,6 +9,8 @@
 //!
 //! The families, one file (or directory) each, follow graphite-web's groups; each
 //! exports a `static` table of definitions that [`Registry::standard`] registers:
+//! - `anomaly`: `anomalyScore`, the scores of sumi's ingest-time anomaly detector
+//!   (not a graphite-web function);
 //! - `alias`: renaming series (`alias`, `aliasSub`, `aliasByNode`, `aliasQuery`, …);
 //! - `combine/`: merging series (`sumSeries`, `aggregate`, `asPercent`,
 //!   `divideSeries`, `groupByNode`, `reduceSeries`, …);
@@ -29,6 +31,7 @@
 mod aggregation;
 mod alias;
 mod align;
+pub mod anomaly;
 mod args;
 mod calculate;
 mod combine;
@@ -109,6 +112,7 @@ impl Registry {
         // Function families register here as they are written.
         let mut r = Registry::empty();
         r.register_all(alias::FUNCTIONS);
+        r.register_all(anomaly::FUNCTIONS);
         r.register_all(calculate::FUNCTIONS);
         r.register_all(filter::FUNCTIONS);
         r.register_all(filter_data::FUNCTIONS);

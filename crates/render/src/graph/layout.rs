@@ -226,6 +226,24 @@ pub(crate) fn draw(
             a.xmax - a.xmin,
             a.ymax - a.ymin,
         )));
+        // shaded intervals (sumi's `shade=`) behind the series, at least 3 px wide
+        for &(from, until) in &e.o.shade {
+            let x_of = |t: i64| a.xmin + (t - start_time) as f64 * x_scale;
+            let (x0, x1) = (x_of(from).max(a.xmin), x_of(until).min(a.xmax));
+            if x1 < a.xmin || x0 > a.xmax {
+                continue;
+            }
+            let (x0, x1) = if x1 - x0 < 3.0 {
+                let mid = (x0 + x1) / 2.0;
+                (mid - 1.5, mid + 1.5)
+            } else {
+                (x0, x1)
+            };
+            e.canvas.fill_rect(
+                Rect::new(x0, a.ymin, x1 - x0, a.ymax - a.ymin),
+                Rgba::rgb(255, 64, 64).with_alpha(0.25),
+            );
+        }
         let plotter = Plotter {
             o: &e.o,
             area: a,

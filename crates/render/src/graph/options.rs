@@ -180,6 +180,9 @@ pub struct GraphOptions {
     /// Draw a frame around the plot (the rrd look).
     pub frame: bool,
     pub png_compression: PngCompression,
+    /// sumi's extension `shade=START:END` (epoch seconds, repeatable): intervals drawn
+    /// as translucent red bands behind the series (anomaly events, docs/anomaly.md).
+    pub shade: Vec<(i64, i64)>,
 }
 
 impl Default for GraphOptions {
@@ -234,6 +237,7 @@ impl Default for GraphOptions {
             soft_max: None,
             frame: false,
             png_compression: PngCompression::Fast,
+            shade: Vec::new(),
         }
     }
 }

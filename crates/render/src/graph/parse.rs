@@ -14,6 +14,18 @@ use super::error::GraphError;
 use super::options::{AreaMode, AxisLimits, AxisMax, AxisSide, GraphOptions, LineMode, Style};
 use super::units::UnitSystem;
 
+/// Most `shade` intervals one graph takes.
+const MAX_SHADES: usize = 1000;
+
+/// `shade=START:END`, epoch seconds (sumi's extension).
+fn parse_shade(value: &str) -> Result<(i64, i64), GraphError> {
+    let bad = || GraphError::param("shade", value, "expected START:END in epoch seconds");
+    let (a, b) = value.split_once(':').ok_or_else(bad)?;
+    let a: i64 = a.trim().parse().map_err(|_| bad())?;
+    let b: i64 = b.trim().parse().map_err(|_| bad())?;
+    Ok((a.min(b), a.max(b)))
+}
+
 /// Largest image side accepted, in pixels: 4096 × 4096 is 64 MiB of pixels.
 pub const MAX_SIDE: u32 = 4096;
 
@@ -24,7 +36,19 @@ impl GraphOptions {
         params: impl Iterator<Item = (&'a str, &'a str)>,
     ) -> Result<GraphOptions, GraphError> {
         let mut map: HashMap<&str, &str> = HashMap::new();
+        let mut shade = Vec::new();
         for (name, value) in params {
+            if name == "shade" {
+                if shade.len() >= MAX_SHADES {
+                    return Err(GraphError::param(
+                        "shade",
+                        value,
+                        format!("at most {MAX_SHADES} intervals"),
+                    ));
+                }
+                shade.push(parse_shade(value)?);
+                continue;
+            }
             if value.is_empty() || value.eq_ignore_ascii_case("default") {
                 map.remove(name);
             } else {
@@ -43,6 +67,7 @@ impl GraphOptions {
             }
         };
         let mut o = GraphOptions::for_style(style);
+        o.shade = shade;
         let p = Params { map };
 
         if let Some(w) = p.int("width")? {

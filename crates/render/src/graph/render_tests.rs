@@ -816,3 +816,33 @@ fn random_options_and_data_never_panic() {
         }
     }
 }
+
+#[test]
+fn shaded_intervals_are_drawn_behind_the_series_where_their_times_fall() {
+    let base = [("width", "400"), ("height", "300"), ("hideLegend", "true")];
+    let plain = opts(&base);
+    // the middle third of the hour
+    let shade = format!("{}:{}", T0 + 1200, T0 + 2400);
+    let mut q = base.to_vec();
+    q.push(("shade", &shade));
+    let shaded = opts(&q);
+    assert_eq!(shaded.shade, vec![(T0 + 1200, T0 + 2400)]);
+    let s = [constant("flat", 10.0, 60)];
+    let (a, _) = png(&s, &plain);
+    let (b, info) = png(&s, &shaded);
+    // white blended with 25 % of (255, 64, 64)
+    let pink = [255, 207, 207];
+    assert_eq!(a.count(pink, 6), 0);
+    assert!(b.count(pink, 6) > 1000);
+    let y = ((info.plot.top + info.plot.bottom) / 2.0) as usize + 20;
+    let x_at = |t: i64| {
+        info.plot.left
+            + (t - info.start) as f64 / (info.end - info.start) as f64
+                * (info.plot.right - info.plot.left)
+    };
+    assert!(close(b.px(x_at(T0 + 1800) as usize, y), pink, 6));
+    assert!(!close(b.px(x_at(T0 + 600) as usize, y), pink, 6));
+    assert!(!close(b.px(x_at(T0 + 3000) as usize, y), pink, 6));
+    assert!(svg(&s, &shaded).contains("255,64,64") || svg(&s, &shaded).contains("#ff4040"));
+    assert!(GraphOptions::from_params([("shade", "x:1")].into_iter()).is_err());
+}

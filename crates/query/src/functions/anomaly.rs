@@ -1,0 +1,88 @@
+//! `anomalyScore(seriesList)`: the scores sumi's streaming anomaly detector gave each
+//! point of the input series when it was ingested (docs/anomaly.md).
+//!
+//! The server stores the score of every point of a watched series as a companion
+//! series named [`score_path`]`(name)` (`_anomaly.` before the name, tags kept), with
+//! the point's own timestamp. This function reads that companion over the request's
+//! interval and names it `anomalyScore(<name>)`. A series that is not watched (or an
+//! input whose name is not a stored series, such as `sumSeries(…)`) gives a series of
+//! nulls with the input's interval and step, so the function composes with any other
+//! (`maxSeries(anomalyScore(x.*))`). Not a graphite-web function.
+
+use crate::error::QueryError;
+use crate::eval::{RequestContext, Session, Value};
+use crate::functions::args::take_series;
+use crate::functions::params::{Param, ParamType as T};
+use crate::functions::{FunctionDef, Invocation};
+use crate::series::TimeSeries;
+
+/// The first node of every companion score series.
+pub const SCORE_PREFIX: &str = "_anomaly.";
+
+/// The name under which the scores of series `name` are stored: `_anomaly.<name>`
+/// (for a tagged name, the prefix goes before the metric part, so the tags stay).
+pub fn score_path(name: &str) -> String {
+    let mut s = String::with_capacity(SCORE_PREFIX.len() + name.len());
+    s.push_str(SCORE_PREFIX);
+    s.push_str(name);
+    s
+}
+
+static PARAMS: [Param; 1] = [Param::new("seriesList", T::SeriesList).required()];
+
+pub(crate) static FUNCTIONS: &[FunctionDef] = &[FunctionDef {
+    name: "anomalyScore",
+    group: "Transform",
+    description: "The anomaly score (0 to 1) that sumi's streaming detector gave each \
+        point when it arrived.\n\n\
+        One series per input, named anomalyScore(<name>); null where the detector gave \
+        no score (series not watched by an [[anomaly]] rule in sumi.toml, warm-up, late \
+        points). Scores of 0.6 and above are alarms.",
+    params: &PARAMS,
+    aggregator: false,
+    run: anomaly_score,
+}];
+
+fn anomaly_score(
+    session: &mut Session<'_>,
+    ctx: &RequestContext,
+    mut inv: Invocation<'_>,
+) -> Result<Value, QueryError> {
+    let series = take_series(&mut inv, 0);
+    let mut out = Vec::with_capacity(series.len());
+    for input in series {
+        let name = format!("anomalyScore({})", input.name);
+        let mut s = match session.fetch_exact(ctx, &score_path(&input.name))? {
+            Some(mut scores) => {
+                scores.tags = input.tags.clone();
+                scores
+            }
+            None => {
+                let mut nulls = TimeSeries::new(
+                    name.clone(),
+                    input.start,
+                    input.end,
+                    input.step,
+                    vec![None; input.values.len()],
+                );
+                nulls.tags = input.tags.clone();
+                nulls
+            }
+        };
+        s.name.clone_from(&name);
+        s.path_expression = name;
+        out.push(s);
+    }
+    Ok(Value::SeriesList(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn score_paths_keep_tags() {
+        assert_eq!(score_path("a.b"), "_anomaly.a.b");
+        assert_eq!(score_path("cpu;host=a"), "_anomaly.cpu;host=a");
+    }
+}

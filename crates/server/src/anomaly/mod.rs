@@ -1,0 +1,560 @@
+//! Anomaly detection on ingest (docs/anomaly.md): the series chosen by `[[anomaly]]`
+//! rules each get a streaming [`Detector`] that scores every point as it arrives.
+//!
+//! - [`AnomalySink`] sits on the ingest → store seam in front of the store: every
+//!   protocol (carbon plaintext and pickle, HTTP ingest, GrowthForecast,
+//!   self-monitoring) writes through it. Once the store has taken a batch, each
+//!   watched series' points go through its detector in batch order, and the scores
+//!   are appended to the store as the companion series `_anomaly.<name>` (same
+//!   timestamps), which `anomalyScore(seriesList)` reads back.
+//! - [`Engine`] holds the detectors (a sharded map, series → detector + event
+//!   tracker), the events (open ones and the most recent closed ones), the counters of
+//!   `/metrics`, and the webhook thread's handle.
+//! - State survives restarts: [`sumi_anomaly::state_file`] is the format; [`Engine::save`] saves every detector (and its open event)
+//!   to `<data_dir>/anomaly/state` every `save_interval` and at shutdown; at start
+//!   each is restored and catches up on the points stored after its save (a crash
+//!   loses no learning). A watched series without saved state (a rule added for an
+//!   existing series) learns from its stored history of the last six hours, not from
+//!   nothing.
+//! - Late and out-of-order points: the detector ignores a point at or before the
+//!   last one it took (no score, state untouched); the store still stores it.
+
+pub(crate) mod rules;
+pub(crate) mod webhook;
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use sumi_anomaly::events::{Change, Event, Tracker};
+use sumi_anomaly::state_file as state;
+use sumi_anomaly::Detector;
+use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError, SystemClock};
+use sumi_query::functions::anomaly::SCORE_PREFIX;
+use sumi_store::Store;
+use tracing::{info, warn};
+
+use rules::Rules;
+use webhook::{Notifier, WebhookOptions};
+
+/// Shards of the series map (a power of two).
+const SHARDS: usize = 64;
+/// How far back a series without saved state looks for history to learn from (within
+/// the finest archive of the usual retentions, which whisper's archive choice reads).
+const HISTORY_SECS: i64 = 6 * 3600;
+
+/// `[anomaly_events]` and the rules, validated.
+#[derive(Debug, Clone)]
+pub(crate) struct AnomalyOptions {
+    pub(crate) rules: Rules,
+    pub(crate) webhooks: WebhookOptions,
+    pub(crate) save_interval: Duration,
+    /// Closed events kept for the API, the UI and Grafana (oldest dropped first).
+    pub(crate) keep_events: usize,
+}
+
+impl Default for AnomalyOptions {
+    fn default() -> AnomalyOptions {
+        AnomalyOptions {
+            rules: Rules::default(),
+            webhooks: WebhookOptions {
+                urls: Vec::new(),
+                attempts: 5,
+                backoff: Duration::from_millis(500),
+                timeout: Duration::from_secs(10),
+            },
+            save_interval: Duration::from_secs(300),
+            keep_events: 10_000,
+        }
+    }
+}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) points_scored: AtomicU64,
+    pub(crate) scores_stored: AtomicU64,
+    pub(crate) points_unscored: AtomicU64,
+    pub(crate) series_watched: AtomicU64,
+    pub(crate) events_opened: AtomicU64,
+    pub(crate) events_closed: AtomicU64,
+    pub(crate) score_writes_failed: AtomicU64,
+    pub(crate) history_points: AtomicU64,
+    pub(crate) state_restored: AtomicU64,
+    pub(crate) state_damaged: AtomicU64,
+    pub(crate) state_saves: AtomicU64,
+    pub(crate) state_bytes: AtomicU64,
+    pub(crate) webhooks_sent: AtomicU64,
+    pub(crate) webhooks_failed: AtomicU64,
+    pub(crate) webhook_retries: AtomicU64,
+    pub(crate) webhooks_dropped: AtomicU64,
+    pub(crate) webhooks_deduplicated: AtomicU64,
+}
+
+impl Stats {
+    fn write_prometheus(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let rows: [(&str, &str, &str, &AtomicU64); 17] = [
+            ("sumi_anomaly_points_scored_total", "counter", "Points of watched series given a score.", &self.points_scored),
+            ("sumi_anomaly_scores_stored_total", "counter", "Scores stored as points of _anomaly.<name> series (also counted in sumi_points_stored_total).", &self.scores_stored),
+            ("sumi_anomaly_points_unscored_total", "counter", "Points of watched series without a score (warm-up, late, out of order, not finite).", &self.points_unscored),
+            ("sumi_anomaly_series_watched", "gauge", "Series with a detector.", &self.series_watched),
+            ("sumi_anomaly_events_opened_total", "counter", "Anomaly events opened.", &self.events_opened),
+            ("sumi_anomaly_events_closed_total", "counter", "Anomaly events closed.", &self.events_closed),
+            ("sumi_anomaly_score_writes_failed_total", "counter", "Batches of scores the store refused.", &self.score_writes_failed),
+            ("sumi_anomaly_history_points_total", "counter", "Stored points replayed into detectors at start (catch-up and learning from history).", &self.history_points),
+            ("sumi_anomaly_state_restored_total", "counter", "Detectors restored from the saved state.", &self.state_restored),
+            ("sumi_anomaly_state_damaged_total", "counter", "Saved detector records skipped as damaged or not matching their rule.", &self.state_damaged),
+            ("sumi_anomaly_state_saves_total", "counter", "Times the detectors' state was saved.", &self.state_saves),
+            ("sumi_anomaly_state_bytes", "gauge", "Size of the last saved state.", &self.state_bytes),
+            ("sumi_anomaly_webhooks_sent_total", "counter", "Webhook notifications delivered (2xx).", &self.webhooks_sent),
+            ("sumi_anomaly_webhooks_failed_total", "counter", "Webhook notifications given up after their last attempt.", &self.webhooks_failed),
+            ("sumi_anomaly_webhook_retries_total", "counter", "Webhook attempts that failed and were retried.", &self.webhook_retries),
+            ("sumi_anomaly_webhooks_dropped_total", "counter", "Webhook notifications dropped because the queue was full.", &self.webhooks_dropped),
+            ("sumi_anomaly_webhooks_deduplicated_total", "counter", "Webhook notifications not sent again for an event already notified.", &self.webhooks_deduplicated),
+        ];
+        for (name, kind, help, v) in rows {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
+                v.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+/// One shard of the series map.
+type Shard = HashMap<Box<str>, Slot>;
+
+/// One series' entry in the map.
+enum Slot {
+    /// No rule watches it (remembered, so rules are matched once per series).
+    Unwatched,
+    Watched(Box<Watched>),
+}
+
+struct Watched {
+    rule: usize,
+    det: Detector,
+    tracker: Tracker,
+    /// Restored or created in this process and not yet caught up with the store.
+    needs_history: bool,
+}
+
+/// Open events by series, and the most recent closed ones.
+#[derive(Default)]
+struct Book {
+    open: HashMap<String, Event>,
+    closed: VecDeque<Event>,
+}
+
+/// The detectors of every watched series, and what they found.
+pub(crate) struct Engine {
+    rules: Rules,
+    shards: Box<[Mutex<Shard>]>,
+    hasher: std::collections::hash_map::RandomState,
+    book: Mutex<Book>,
+    pub(crate) stats: Arc<Stats>,
+    notifier: Option<Notifier>,
+    store: Arc<Store>,
+    dir: PathBuf,
+    keep_events: usize,
+    max_future_secs: i64,
+    /// The store held no series at start: nothing to learn from history.
+    fresh_store: bool,
+}
+
+impl Engine {
+    /// Loads the saved state of `data_dir/anomaly` (if any) for the current rules.
+    pub(crate) fn open(
+        opts: &AnomalyOptions,
+        store: Arc<Store>,
+        data_dir: &Path,
+        max_future_secs: i64,
+    ) -> Result<Engine> {
+        for (i, r) in opts.rules.0.iter().enumerate() {
+            info!(rule = i + 1, watch = %r.text, alarm = r.config.alarm, "anomaly rule");
+        }
+        let dir = data_dir.join("anomaly");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let stats = Arc::new(Stats::default());
+        let notifier = (!opts.webhooks.urls.is_empty())
+            .then(|| Notifier::start(opts.webhooks.clone(), stats.clone()));
+        let shards = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
+        let engine = Engine {
+            rules: opts.rules.clone(),
+            shards,
+            hasher: std::collections::hash_map::RandomState::new(),
+            book: Mutex::new(Book::default()),
+            stats,
+            notifier,
+            fresh_store: store.series_count() == 0,
+            store,
+            dir,
+            keep_events: opts.keep_events,
+            max_future_secs,
+        };
+        engine.load()?;
+        Ok(engine)
+    }
+
+    fn shard(&self, name: &str) -> &Mutex<Shard> {
+        let h = self.hasher.hash_one(name);
+        &self.shards[(h as usize) & (SHARDS - 1)]
+    }
+
+    fn state_path(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
+    fn events_path(&self) -> PathBuf {
+        self.dir.join("events.json")
+    }
+
+    /// Reads the saved detectors and events; a missing file is a first start.
+    fn load(&self) -> Result<()> {
+        let t0 = Instant::now();
+        let path = self.state_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let (saved, damaged) = match state::decode(&bytes) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        warn!(file = %path.display(), "anomaly state ignored: {e}; detectors learn from stored history");
+                        (Vec::new(), 1)
+                    }
+                };
+                self.stats
+                    .state_damaged
+                    .fetch_add(damaged, Ordering::Relaxed);
+                let mut restored = 0u64;
+                for s in saved {
+                    let Some(rule) = self.rules.rule_for(&s.name) else {
+                        continue;
+                    };
+                    let cfg = self.rules.0[rule].config.clone();
+                    match Detector::restore(cfg, &s.detector) {
+                        Ok(det) => {
+                            if let Some(e) = &s.tracker.open {
+                                self.book
+                                    .lock()
+                                    .expect("book")
+                                    .open
+                                    .insert(s.name.clone(), e.clone());
+                            }
+                            let w = Watched {
+                                rule,
+                                det,
+                                tracker: s.tracker,
+                                needs_history: true,
+                            };
+                            self.shard(&s.name)
+                                .lock()
+                                .expect("shard")
+                                .insert(s.name.into_boxed_str(), Slot::Watched(Box::new(w)));
+                            restored += 1;
+                        }
+                        Err(e) => {
+                            // settings changed (window, context) or damage: learn again
+                            tracing::debug!(series = %s.name, "saved detector not restored: {e}");
+                            self.stats.state_damaged.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                self.stats.state_restored.store(restored, Ordering::Relaxed);
+                self.stats.series_watched.store(restored, Ordering::Relaxed);
+                info!(
+                    series = restored,
+                    damaged,
+                    secs = t0.elapsed().as_secs_f64(),
+                    "anomaly detectors restored"
+                );
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+        if let Ok(text) = std::fs::read_to_string(self.events_path()) {
+            let mut book = self.book.lock().expect("book");
+            if let Ok(serde_json::Value::Array(list)) = serde_json::from_str(&text) {
+                for v in list {
+                    if let Some(e) = event_from_json(&v) {
+                        book.closed.push_back(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every detector and the recent events (temporary file, then rename),
+    /// one record at a time, so a large state is never all in memory.
+    pub(crate) fn save(&self) -> Result<()> {
+        use std::io::Write as _;
+        let t0 = Instant::now();
+        let path = self.state_path();
+        let tmp = path.with_extension("tmp");
+        let write = || -> std::io::Result<(usize, u64)> {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+            out.write_all(state::MAGIC)?;
+            let (mut series, mut bytes) = (0usize, state::MAGIC.len() as u64);
+            let mut record = Vec::new();
+            for shard in self.shards.iter() {
+                let map = shard.lock().expect("shard");
+                for (name, slot) in map.iter() {
+                    if let Slot::Watched(w) = slot {
+                        record.clear();
+                        state::encode_record(&mut record, name, &w.tracker, &w.det.save());
+                        out.write_all(&record)?;
+                        bytes += record.len() as u64;
+                        series += 1;
+                    }
+                }
+            }
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            Ok((series, bytes))
+        };
+        let (series, bytes) = write()
+            .and_then(|n| std::fs::rename(&tmp, &path).map(|()| n))
+            .with_context(|| format!("writing {}", path.display()))?;
+        let events: Vec<serde_json::Value> = {
+            let book = self.book.lock().expect("book");
+            book.closed.iter().map(event_json).collect()
+        };
+        write_atomically(
+            &self.events_path(),
+            serde_json::Value::Array(events).to_string().as_bytes(),
+        )?;
+        self.stats.state_saves.fetch_add(1, Ordering::Relaxed);
+        self.stats.state_bytes.store(bytes, Ordering::Relaxed);
+        info!(
+            series,
+            bytes,
+            secs = t0.elapsed().as_secs_f64(),
+            "anomaly state saved"
+        );
+        Ok(())
+    }
+
+    /// Feeds the points of a batch the store took to their detectors; returns the
+    /// scores as a batch of companion series.
+    fn score(&self, batch: &Batch) -> Batch {
+        let mut scores = Batch::new();
+        let now = SystemClock.now();
+        let mut score_name = String::new();
+        let (mut scored, mut unscored) = (0u64, 0u64);
+        for (name, p) in batch.iter() {
+            if name.starts_with(SCORE_PREFIX) || p.ts > now + self.max_future_secs {
+                continue;
+            }
+            let mut map = self.shard(name).lock().expect("shard");
+            let slot = match map.get_mut(name) {
+                Some(s) => s,
+                None => {
+                    let slot = match self.rules.rule_for(name) {
+                        None => Slot::Unwatched,
+                        Some(rule) => {
+                            self.stats.series_watched.fetch_add(1, Ordering::Relaxed);
+                            Slot::Watched(Box::new(Watched {
+                                rule,
+                                det: Detector::new(self.rules.0[rule].config.clone()),
+                                tracker: Tracker::default(),
+                                needs_history: !self.fresh_store,
+                            }))
+                        }
+                    };
+                    map.entry(name.into()).or_insert(slot)
+                }
+            };
+            let Slot::Watched(w) = slot else {
+                continue;
+            };
+            if w.needs_history {
+                w.needs_history = false;
+                self.catch_up(name, w, p.ts);
+            }
+            let Some(s) = w.det.update(p.ts, p.value) else {
+                unscored += 1;
+                continue;
+            };
+            scored += 1;
+            score_name.clear();
+            score_name.push_str(SCORE_PREFIX);
+            score_name.push_str(name);
+            scores.push(&score_name, p.ts, s);
+            let alarm = self.rules.0[w.rule].config.alarm;
+            let change = w.tracker.observe(name, p.ts, s, &w.det.views(), alarm);
+            drop(map);
+            if change != Change::None {
+                self.record(change);
+            }
+        }
+        self.stats
+            .points_scored
+            .fetch_add(scored, Ordering::Relaxed);
+        self.stats
+            .points_unscored
+            .fetch_add(unscored, Ordering::Relaxed);
+        scores
+    }
+
+    /// Before its first point in this process: a restored detector takes the stored
+    /// points it has not seen (saved before a crash, or written while it was down);
+    /// a new one learns from the last six hours of stored history. Scores are not written
+    /// again and events not raised again for these points.
+    fn catch_up(&self, name: &str, w: &mut Watched, before: i64) {
+        if self.fresh_store && w.det.seen() == 0 {
+            return;
+        }
+        let from = before - HISTORY_SECS;
+        let Some(f) = self.store.fetch(name, from, before - 1, SystemClock.now()) else {
+            return;
+        };
+        let mut fed = 0u64;
+        for (i, v) in f.values.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let ts = f.start + i as i64 * f.step;
+            if ts >= before {
+                break;
+            }
+            // a restored detector ignores what it saw already (ts <= its last)
+            let _ = w.det.update(ts, *v);
+            fed += 1;
+        }
+        self.stats.history_points.fetch_add(fed, Ordering::Relaxed);
+    }
+
+    fn record(&self, change: Change) {
+        let mut book = self.book.lock().expect("book");
+        match change {
+            Change::None => {}
+            Change::Opened(e) => {
+                self.stats.events_opened.fetch_add(1, Ordering::Relaxed);
+                if let Some(n) = &self.notifier {
+                    n.send(&e, "open");
+                }
+                book.open.insert(e.series.clone(), e);
+            }
+            Change::Extended(e) => {
+                book.open.insert(e.series.clone(), e);
+            }
+            Change::Closed(e) => {
+                self.stats.events_closed.fetch_add(1, Ordering::Relaxed);
+                if let Some(n) = &self.notifier {
+                    n.send(&e, "closed");
+                }
+                book.open.remove(&e.series);
+                book.closed.push_back(e);
+                while book.closed.len() > self.keep_events {
+                    book.closed.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Open events and closed ones overlapping `[from, until]`, newest start first.
+    pub(crate) fn events(&self, from: i64, until: i64) -> Vec<Event> {
+        let book = self.book.lock().expect("book");
+        let mut out: Vec<Event> = book
+            .open
+            .values()
+            .chain(book.closed.iter())
+            .filter(|e| e.start <= until && e.end >= from)
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| b.start.cmp(&a.start).then_with(|| a.series.cmp(&b.series)));
+        out
+    }
+}
+
+impl sumi_http::anomaly_api::AnomalyFeed for Engine {
+    fn events(&self, from: i64, until: i64) -> Vec<Event> {
+        Engine::events(self, from, until)
+    }
+
+    fn write_prometheus(&self, out: &mut String) {
+        self.stats.write_prometheus(out);
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+fn event_json(e: &Event) -> serde_json::Value {
+    serde_json::json!({
+        "id": e.id, "series": e.series, "start": e.start, "end": e.end,
+        "peak": e.peak, "peak_ts": e.peak_ts, "reason": e.reason,
+    })
+}
+
+fn event_from_json(v: &serde_json::Value) -> Option<Event> {
+    Some(Event {
+        id: v["id"].as_str()?.to_string(),
+        series: v["series"].as_str()?.to_string(),
+        start: v["start"].as_i64()?,
+        end: v["end"].as_i64()?,
+        peak: v["peak"].as_f64()?,
+        peak_ts: v["peak_ts"].as_i64()?,
+        reason: v["reason"].as_str()?.to_string(),
+        open: false,
+    })
+}
+
+/// The store behind a sink that scores the points of watched series once the store
+/// has taken them, and stores the scores.
+pub(crate) struct AnomalySink {
+    pub(crate) inner: Arc<dyn Sink>,
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl Sink for AnomalySink {
+    fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
+        let outcome = self.inner.append(batch)?;
+        let scores = self.engine.score(batch);
+        if !scores.is_empty() {
+            match self.inner.append(&scores) {
+                Ok(o) => {
+                    self.engine
+                        .stats
+                        .scores_stored
+                        .fetch_add(o.accepted, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    self.engine
+                        .stats
+                        .score_writes_failed
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!("scores not stored: {e}");
+                }
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+/// Saves the state every `interval` until `stop`.
+pub(crate) async fn save_periodically(
+    engine: Arc<Engine>,
+    interval: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let e = engine.clone();
+        match tokio::task::spawn_blocking(move || e.save()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!("saving the anomaly state: {e:#}"),
+            Err(e) => warn!("saving the anomaly state: {e}"),
+        }
+    }
+}
