@@ -46,7 +46,7 @@ impl Workers {
         *stop
     }
 
-    fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         *self.stop.lock()
     }
 

@@ -64,6 +64,57 @@ impl Inner {
         let Some(job) = self.pick_merge().or_else(|| self.pick_purge(&deleted)) else {
             return Ok(false);
         };
+        // a stop does not wait for a long merge: it is abandoned and redone later
+        self.merge_run(job, &deleted, &|| self.workers.stopping())
+    }
+
+    /// At close, after the last flush: merges the parts of every partition that has
+    /// several into one (up to eight at a time), smallest partitions first, so that a
+    /// stopped store holds each series once per partition — short series would pay
+    /// their per-series overhead once per flush otherwise. Gives up at `deadline`; a
+    /// merge under way then is thrown away (its inputs stay), so a stop is bounded.
+    /// Returns how many merges were installed.
+    pub(crate) fn merge_at_close(&self, deadline: Instant) -> Result<u64, StoreError> {
+        let _m = self.parts.lock_maint();
+        let deleted = self.index.read().deleted_ids();
+        let mut merged = 0;
+        while Instant::now() < deadline {
+            let version = self.parts.current();
+            let mut best: Option<(u64, Vec<PartRef>)> = None;
+            for levels in &version.levels {
+                for parts in levels {
+                    for p in parts.values() {
+                        for kind in [Kind::Direct, Kind::Rollup] {
+                            let list = p.list(kind);
+                            if list.len() < 2 {
+                                continue;
+                            }
+                            let run: Vec<PartRef> = list.iter().take(MAX_RUN).cloned().collect();
+                            let bytes = run.iter().map(|r| r.part.bytes).sum();
+                            if best.as_ref().is_none_or(|(b, _)| bytes < *b) {
+                                best = Some((bytes, run));
+                            }
+                        }
+                    }
+                }
+            }
+            let Some((_, run)) = best else { break };
+            if !self.merge_run(Job { run }, &deleted, &|| Instant::now() >= deadline)? {
+                break;
+            }
+            merged += 1;
+        }
+        Ok(merged)
+    }
+
+    /// Merges one run into one part and installs it; false when `cancel` said so
+    /// first (asked every 4096 series; nothing changes then).
+    fn merge_run(
+        &self,
+        job: Job,
+        deleted: &DeletedSet,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<bool, StoreError> {
         let _op = crate::failpoint::Op::start("compaction");
         let t = Instant::now();
         let first = job.run.first().map(|r| r.part.header);
@@ -78,7 +129,13 @@ impl Inner {
         let mut cursors: Vec<Cursor<'_>> = job.run.iter().map(|r| Cursor::new(&r.part)).collect();
         let (mut slots, mut values) = (Vec::new(), Vec::new());
         let mut merged: Vec<(i64, f64)> = Vec::new();
+        let mut seen = 0u32;
         while let Some(s) = min_series(&cursors) {
+            seen = seen.wrapping_add(1);
+            if seen % 4096 == 0 && cancel() {
+                // dropping the writer removes its temporary file
+                return Ok(false);
+            }
             if deleted.contains(s) {
                 for c in cursors.iter_mut().filter(|c| c.series() == Some(s)) {
                     c.advance();
@@ -95,7 +152,9 @@ impl Inner {
                 let c = &mut cursors[only];
                 if let Some(e) = c.cur {
                     match c.scan.block(&e) {
-                        Ok(b) => w.add_block(s, e.count, e.first_slot, e.last_slot, b)?,
+                        Ok(b) => {
+                            w.add_block(s, e.count, e.first_slot, e.last_slot, b, c.part.rel_slots)?
+                        }
                         Err(err) => {
                             self.metrics.blocks_corrupt.fetch_add(1, Ordering::Relaxed);
                             tracing::error!(part = %c.part.path().display(), %err, "compaction drops a corrupt block");

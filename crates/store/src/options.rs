@@ -143,6 +143,10 @@ pub struct StoreOptions {
     /// [`crate::StoreError::NewSeriesRate`] after creating what the budget allows, so
     /// the sender retries and nothing is dropped. Default 0, unlimited.
     pub max_new_series_per_minute: u64,
+    /// At close, after the last flush, merge each partition's parts into one for at
+    /// most this long (a merge still running then is abandoned and its inputs stay):
+    /// a stopped store then holds each series once per partition. Zero: no merge.
+    pub close_merge: Duration,
 }
 
 impl StoreOptions {
@@ -167,6 +171,7 @@ impl StoreOptions {
             wal_repair: false,
             max_series: 0,
             max_new_series_per_minute: 0,
+            close_merge: Duration::from_secs(2),
         }
     }
 
@@ -180,6 +185,7 @@ impl StoreOptions {
             wal_segment_bytes: 1 << 20,
             background: false,
             min_free_bytes: 0,
+            close_merge: Duration::ZERO,
             ..StoreOptions::new(data_dir)
         }
     }

@@ -338,7 +338,25 @@ impl Store {
         let r = self
             .inner
             .flush_all(true)
-            .and_then(|_| self.inner.wal.sync());
+            .and_then(|_| self.inner.wal.sync())
+            .and_then(|_| {
+                if self.inner.opts.close_merge.is_zero() {
+                    return Ok(());
+                }
+                // everything is in parts and the WAL already: a failed merge costs
+                // only disk space, the close still succeeds
+                let t = std::time::Instant::now();
+                match self.inner.merge_at_close(t + self.inner.opts.close_merge) {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(
+                        merges = n,
+                        secs = t.elapsed().as_secs_f64(),
+                        "merged parts at close"
+                    ),
+                    Err(e) => tracing::warn!(error = %e, "merging parts at close failed"),
+                }
+                Ok(())
+            });
         *done = Some(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
         r
     }
