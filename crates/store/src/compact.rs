@@ -64,8 +64,24 @@ impl Inner {
         let Some(job) = self.pick_merge().or_else(|| self.pick_purge(&deleted)) else {
             return Ok(false);
         };
-        // a stop does not wait for a long merge: it is abandoned and redone later
-        self.merge_run(job, &deleted, &|| self.workers.stopping())
+        // a stop lets a merge under way go on for the close's merge time (the merge
+        // is then done, not redone by the close), and abandons it after that
+        let budget = self.opts.close_merge;
+        self.merge_run(job, &deleted, &|| {
+            self.workers
+                .stopped_at()
+                .is_some_and(|t| t.elapsed() >= budget)
+        })
+    }
+
+    /// Bytes a second merges have read in this process (a guess before the first).
+    fn merge_rate(&self) -> f64 {
+        let bytes = self.metrics.compaction_bytes_in.load(Ordering::Relaxed) as f64;
+        let micros = self.metrics.compaction_micros.load(Ordering::Relaxed) as f64;
+        if bytes < 1e6 || micros < 1e5 {
+            return 30e6;
+        }
+        bytes / (micros / 1e6)
     }
 
     /// At close, after the last flush: merges the parts of every partition that has
@@ -98,7 +114,18 @@ impl Inner {
                     }
                 }
             }
-            let Some((_, run)) = best else { break };
+            let Some((bytes, run)) = best else { break };
+            // a merge that would not end in time is not started (the smallest is
+            // tried first, so none would)
+            let need = std::time::Duration::from_secs_f64(bytes as f64 / self.merge_rate());
+            if Instant::now() + need > deadline {
+                tracing::info!(
+                    bytes,
+                    secs = need.as_secs_f64(),
+                    "parts left unmerged at close: the merge would outlast close_merge"
+                );
+                break;
+            }
             if !self.merge_run(Job { run }, &deleted, &|| Instant::now() >= deadline)? {
                 break;
             }

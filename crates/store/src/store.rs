@@ -345,7 +345,13 @@ impl Store {
                 }
                 // everything is in parts and the WAL already: a failed merge costs
                 // only disk space, the close still succeeds
-                let t = std::time::Instant::now();
+                // the budget counts from the stop, which may have let a background
+                // merge finish first
+                let t = self
+                    .inner
+                    .workers
+                    .stopped_at()
+                    .unwrap_or_else(std::time::Instant::now);
                 match self.inner.merge_at_close(t + self.inner.opts.close_merge) {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(
