@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::part::writer::PartWriter;
 use crate::part::{min_series, Cursor, Header, Kind};
@@ -64,13 +64,16 @@ impl Inner {
         let Some(job) = self.pick_merge().or_else(|| self.pick_purge(&deleted)) else {
             return Ok(false);
         };
-        // a stop lets a merge under way go on for the close's merge time (the merge
-        // is then done, not redone by the close), and abandons it after that
+        // a stop lets a merge under way go on when the rate measured so far says it
+        // ends within the close's merge time (it is then done, not redone by the
+        // close), and abandons it otherwise, or once that time is up
         let budget = self.opts.close_merge;
+        let bytes: u64 = job.run.iter().map(|r| r.part.bytes).sum();
+        let ends = Instant::now() + Duration::from_secs_f64(bytes as f64 / self.merge_rate());
         self.merge_run(job, &deleted, &|| {
             self.workers
                 .stopped_at()
-                .is_some_and(|t| t.elapsed() >= budget)
+                .is_some_and(|t| t.elapsed() >= budget || ends > t + budget)
         })
     }
 
@@ -117,7 +120,7 @@ impl Inner {
             let Some((bytes, run)) = best else { break };
             // a merge that would not end in time is not started (the smallest is
             // tried first, so none would)
-            let need = std::time::Duration::from_secs_f64(bytes as f64 / self.merge_rate());
+            let need = Duration::from_secs_f64(bytes as f64 / self.merge_rate());
             if Instant::now() + need > deadline {
                 tracing::info!(
                     bytes,
@@ -156,6 +159,8 @@ impl Inner {
         let mut cursors: Vec<Cursor<'_>> = job.run.iter().map(|r| Cursor::new(&r.part)).collect();
         let (mut slots, mut values) = (Vec::new(), Vec::new());
         let mut merged: Vec<(i64, f64)> = Vec::new();
+        let mut holders: Vec<usize> = Vec::new();
+        let (mut out_s, mut out_v) = (Vec::new(), Vec::new());
         let mut seen = 0u32;
         while let Some(s) = min_series(&cursors) {
             seen = seen.wrapping_add(1);
@@ -169,12 +174,14 @@ impl Inner {
                 }
                 continue;
             }
-            let holders: Vec<usize> = cursors
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.series() == Some(s))
-                .map(|(i, _)| i)
-                .collect();
+            holders.clear();
+            holders.extend(
+                cursors
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.series() == Some(s))
+                    .map(|(i, _)| i),
+            );
             if let [only] = holders[..] {
                 let c = &mut cursors[only];
                 if let Some(e) = c.cur {
@@ -208,8 +215,8 @@ impl Inner {
                 c.advance();
             }
             merged.sort_by_key(|x| x.0); // stable: newer parts come later
-            let mut out_s = Vec::with_capacity(merged.len());
-            let mut out_v = Vec::with_capacity(merged.len());
+            out_s.clear();
+            out_v.clear();
             for (i, &(sl, v)) in merged.iter().enumerate() {
                 if merged.get(i + 1).is_some_and(|n| n.0 == sl) {
                     continue;

@@ -144,7 +144,8 @@ pub struct StoreOptions {
     /// the sender retries and nothing is dropped. Default 0, unlimited.
     pub max_new_series_per_minute: u64,
     /// At close, merge each partition's parts into one for at most this long, counted
-    /// from the stop: a background merge under way may finish within it, then the close
+    /// from the stop: a background merge under way finishes when the measured merge
+    /// rate says it ends within it (else it is abandoned at once), then the close
     /// merges what is left after the last flush, starting only merges that the rate
     /// measured so far says end in time (one still running at the end is abandoned and
     /// its inputs stay). A stopped store then holds each series once per partition.
@@ -174,7 +175,7 @@ impl StoreOptions {
             wal_repair: false,
             max_series: 0,
             max_new_series_per_minute: 0,
-            close_merge: Duration::from_secs(3),
+            close_merge: Duration::from_secs(8),
         }
     }
 
