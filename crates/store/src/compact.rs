@@ -164,7 +164,7 @@ impl Inner {
         let mut seen = 0u32;
         while let Some(s) = min_series(&cursors) {
             seen = seen.wrapping_add(1);
-            if seen % 4096 == 0 && cancel() {
+            if seen.is_multiple_of(4096) && cancel() {
                 // dropping the writer removes its temporary file
                 return Ok(false);
             }
