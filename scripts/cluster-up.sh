@@ -14,7 +14,9 @@
 #
 # Partition p (of $SUMI_CLUSTER_PARTITIONS, default 6) is stored on nodes
 # 1 + p mod 3 and 1 + (p + 1) mod 3; an append waits up to
-# $SUMI_CLUSTER_APPEND_TIMEOUT_MS (default 10000) for Kafka. The sumi binary is $SUMI_BIN, or the newest of
+# $SUMI_CLUSTER_APPEND_TIMEOUT_MS (default 10000) for Kafka. Every node lists the
+# storage nodes as [[cluster.peers]], so any node answers reads for the whole cluster
+# (a read waits $SUMI_CLUSTER_READ_TIMEOUT_MS, default 5000, for one peer). The sumi binary is $SUMI_BIN, or the newest of
 # target/{debug,release}/sumi. scripts/cluster-node.sh starts, stops or kills a storage
 # node; scripts/cluster-down.sh stops everything.
 set -euo pipefail
@@ -49,6 +51,26 @@ env="$dir/cluster.env"
 
 # node 0 is the ingest node, 1..3 the storage nodes
 mapfile -t ports < <(free_ports 12)
+# every node knows every storage node (where it answers, what it stores), so that
+# any node answers reads for the whole cluster
+owned_by() { # N: the partitions storage node N stores, "0, 2, ..."
+  local o="" p
+  for ((p = 0; p < partitions; p++)); do
+    if [ $((p % 3 + 1)) = "$1" ] || [ $(((p + 1) % 3 + 1)) = "$1" ]; then
+      o+="${o:+, }$p"
+    fi
+  done
+  echo "$o"
+}
+peers=""
+for n in 1 2 3; do
+  peers+="
+[[cluster.peers]]
+node_id = $n
+http = \"127.0.0.1:${ports[$((3 * n + 2))]}\"
+partitions = [$(owned_by "$n")]
+"
+done
 for n in 0 1 2 3; do
   carbon=127.0.0.1:${ports[$((3 * n))]}
   pickle=127.0.0.1:${ports[$((3 * n + 1))]}
@@ -58,12 +80,7 @@ for n in 0 1 2 3; do
   if [ "$n" = 0 ]; then
     role=ingest owned=""
   else
-    role=storage owned=""
-    for ((p = 0; p < partitions; p++)); do
-      if [ $((p % 3 + 1)) = "$n" ] || [ $(((p + 1) % 3 + 1)) = "$n" ]; then
-        owned+="${owned:+, }$p"
-      fi
-    done
+    role=storage owned=$(owned_by "$n")
   fi
   cat >"$nd/sumi.toml" <<TOML
 data_dir = "$nd/data"
@@ -83,6 +100,8 @@ role = "$role"
 node_id = $n
 owned_partitions = [$owned]
 append_timeout_ms = ${SUMI_CLUSTER_APPEND_TIMEOUT_MS:-10000}
+read_timeout_ms = ${SUMI_CLUSTER_READ_TIMEOUT_MS:-5000}
+$peers
 TOML
   if [ "$n" = 0 ]; then
     {

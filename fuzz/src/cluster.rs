@@ -99,3 +99,56 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     ]);
     vec![("record", decode), ("empty", empty), ("built", build)]
 }
+
+/// [`cluster_spill`]: the first byte picks the input's use. Even: the rest is a spill
+/// file as the ingest node reads it back (`sumi_cluster::spill::decode_entry`).
+/// Accepted: re-encoding the entry gives back exactly the bytes read. Refused: a
+/// `SpillDecodeError` with a message. Odd: an entry built from the input (records of
+/// raw bytes) is encoded and must decode to exactly that entry.
+pub fn cluster_spill(data: &[u8]) {
+    use sumi_cluster::spill::{decode_entry, encode_entry, SpillEntry};
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode % 2 == 0 {
+        match decode_entry(rest) {
+            Ok(entry) => assert_eq!(encode_entry(&entry), rest, "re-encoded entry differs"),
+            Err(e) => assert!(!e.to_string().is_empty(), "empty error message"),
+        }
+    } else {
+        let mut input = Input(rest);
+        let points = input.u32();
+        let mut records = Vec::new();
+        while !input.is_empty() && records.len() < 64 {
+            let partition = input.u32();
+            let n = usize::from(input.byte());
+            records.push((partition, (0..n).map(|_| input.byte()).collect()));
+        }
+        let entry = SpillEntry { points, records };
+        let back = decode_entry(&encode_entry(&entry)).expect("an encoded entry decodes");
+        assert_eq!(back, entry, "entry changed on the way");
+    }
+}
+
+/// Seeds for `cluster_spill`: an entry of two records, an empty one, a built one.
+pub fn spill_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    use sumi_cluster::spill::{encode_entry, SpillEntry};
+    let mut b = Batch::new();
+    b.push("load.s001", 1_700_000_000, 1.5);
+    let entry = SpillEntry {
+        points: 2,
+        records: vec![
+            (3, encode(&b, 1_700_000_001)),
+            (0, encode(&b, 1_700_000_002)),
+        ],
+    };
+    let mut spilled = vec![0u8];
+    spilled.extend(encode_entry(&entry));
+    let mut empty = vec![0u8];
+    empty.extend(encode_entry(&SpillEntry {
+        points: 0,
+        records: vec![],
+    }));
+    let built = vec![1u8, 5, 0, 0, 0, 2, 0, 0, 0, 3, 7, 8, 9];
+    vec![("spilled", spilled), ("empty", empty), ("built", built)]
+}

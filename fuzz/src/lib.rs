@@ -13,6 +13,9 @@ pub mod anomaly;
 pub mod attime;
 pub mod cluster;
 pub mod codec;
+pub mod export_raw;
+pub mod fanout;
+pub mod gf_meta;
 pub mod glob;
 pub mod import_values;
 pub mod json_bulk;
@@ -50,8 +53,12 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("relay_queue", relay::relay_queue),
     ("relay_rules", relay::relay_rules),
     ("cluster_record", cluster::cluster_record),
+    ("cluster_spill", cluster::cluster_spill),
+    ("fanout_fetch", fanout::fanout_fetch),
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),
+    ("export_raw", export_raw::export_raw),
+    ("gf_meta", gf_meta::gf_meta),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -69,6 +76,8 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("rrd_file", rrd::seeds),
     ("relay_queue", relay::queue_seeds),
     ("cluster_record", cluster::seeds),
+    ("cluster_spill", cluster::spill_seeds),
+    ("fanout_fetch", fanout::seeds),
     ("anomaly_state", anomaly::seeds),
 ];
 

@@ -4,6 +4,8 @@
     tests/graphite-diff/setup.sh                      # once: the reference venv
     tests/graphite-diff/run.py --sumi-bin target/debug/sumi [--keep] [--no-pickle]
     tests/graphite-diff/run.py --self-check           # graphite-web against itself
+    tests/graphite-diff/run.py --sumi-bin target/debug/sumi --kafka-cluster
+                                                      # plain cases: a Kafka cluster vs one node
 
 Writes generated points into whisper files (as carbon would) and into a running sumi
 (over carbon plaintext), asks both servers the same /render and /metrics/* questions
@@ -51,6 +53,11 @@ def parse_args():
         "--cluster",
         action="store_true",
         help="cluster mode: graphite-web fronting sumi over its cluster protocol (gdiff/cluster.py)",
+    )
+    ap.add_argument(
+        "--kafka-cluster",
+        action="store_true",
+        help="the plain cases through a sumi cluster on Kafka vs a single sumi node (gdiff/kafka.py)",
     )
     ap.add_argument("--dump", help="write every query and both answers under this directory")
     ap.add_argument("--show", type=int, default=30, help="print at most this many mismatches in full")
@@ -320,13 +327,18 @@ def main():
     args = parse_args()
     ensure_venv(os.path.abspath(args.venv))
     sys.path.insert(0, HERE)
-    from gdiff import cluster, conf, procs
+    from gdiff import cluster, conf, kafka, procs
 
     # a SIGTERM/SIGINT still runs the cleanup below
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     run = Run(args)
     try:
-        code = cluster.main(run) if args.cluster else run.main()
+        if args.cluster:
+            code = cluster.main(run)
+        elif args.kafka_cluster:
+            code = kafka.main(run)
+        else:
+            code = run.main()
     except (procs.HarnessError, conf.ConfigError) as e:
         print("\ngraphite-diff: error: %s" % e, flush=True)
         code = 2

@@ -1,23 +1,32 @@
 //! A detector's state as bytes, to survive restarts.
 //!
 //! ```text
-//! magic "SUMIANO" | version u8 (1)
+//! magic "SUMIANO" | version u8 (2)
 //! window u32 | context u32 | table_bits u32          sizes: must match the Config
 //! last_ts i64 | has_last_ts u8 | seen u64 | ignored u64 | step f64
 //! ring_len u32 | head u32 | ring_len × f64
 //! bins_len u32 | bins_len × i8
-//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64 | 5 × peak f64
+//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64 | 6 × peak f64
 //! novel_fast f64 | novel_slow f64 | usual_step f64
+//! first_ts i64 | season u64 | profile_len u32 | profile_len × f64   season: must match
+//! profile_len × u8 (points learnt per profile bin)
+//! resid_fast f64 | resid_usual f64 | resid_n u32
 //! crc32c u32 of everything before it
 //! ```
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
+//!
+//! Every accepted input saves back to exactly itself (the fuzz target checks this).
+//! Version 1 (before the seasonal view: 5 peaks, no seasonal part, a 4,096-cell table
+//! by default) is refused with [`DecodeError::Version`]: its table size no longer
+//! matches the default either, so the server relearns such a series (or replays its
+//! stored history) rather than restoring half a state.
 
 use crate::config::Config;
 use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// Why saved state could not be restored.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -26,7 +35,10 @@ pub enum DecodeError {
     TooShort(usize),
     #[error("anomaly state: bad magic (not a detector state)")]
     BadMagic,
-    #[error("anomaly state: version {0} is not supported (expected {VERSION})")]
+    #[error(
+        "anomaly state: version {0} is not supported (this build reads version {VERSION} only; \
+         state saved by another build is relearnt or rebuilt from stored history)"
+    )]
     Version(u8),
     #[error("anomaly state: crc32c mismatch (stored {stored:#010x}, computed {computed:#010x})")]
     Crc { stored: u32, computed: u32 },
@@ -72,6 +84,16 @@ impl Detector {
         b.extend_from_slice(&st.novel_fast.to_le_bytes());
         b.extend_from_slice(&st.novel_slow.to_le_bytes());
         b.extend_from_slice(&st.usual_step.to_le_bytes());
+        b.extend_from_slice(&st.first_ts.to_le_bytes());
+        b.extend_from_slice(&self.config().season.to_le_bytes());
+        b.extend_from_slice(&(st.profile.len() as u32).to_le_bytes());
+        for v in &st.profile {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&st.profile_n);
+        b.extend_from_slice(&st.resid_fast.to_le_bytes());
+        b.extend_from_slice(&st.resid_usual.to_le_bytes());
+        b.extend_from_slice(&st.resid_n.to_le_bytes());
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
@@ -174,6 +196,47 @@ impl Detector {
         if !(usual_step.is_finite() && usual_step >= 0.0) {
             return Err(DecodeError::Invalid("bad usual step", r.at - 8));
         }
+        let first_ts = r.u64()? as i64;
+        let season = r.u64()?;
+        if season != cfg.season {
+            return Err(DecodeError::ConfigMismatch {
+                what: "season",
+                saved: season,
+                configured: cfg.season,
+            });
+        }
+        let len = r.u32()? as usize;
+        // A detector with the seasonal view on fills its profile at its first point.
+        let want = if last_ts.is_some() {
+            cfg.season_bins()
+        } else {
+            0
+        };
+        if len != want {
+            return Err(DecodeError::ConfigMismatch {
+                what: "bins_per_season",
+                saved: len as u64,
+                configured: want as u64,
+            });
+        }
+        let mut profile = Vec::with_capacity(cfg.season_bins());
+        for _ in 0..len {
+            let v = f64::from_bits(r.u64()?);
+            if !v.is_finite() {
+                return Err(DecodeError::Invalid("non-finite profile value", r.at - 8));
+            }
+            profile.push(v);
+        }
+        let mut profile_n = Vec::with_capacity(cfg.season_bins());
+        profile_n.extend_from_slice(r.take(len)?);
+        let resid_fast = f64::from_bits(r.u64()?);
+        let resid_usual = f64::from_bits(r.u64()?);
+        let resid_n = r.u32()?;
+        if !(resid_fast.is_finite() && resid_usual.is_finite() && resid_usual >= 0.0)
+            || resid_n > 256
+        {
+            return Err(DecodeError::Invalid("bad seasonal residual", r.at - 20));
+        }
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
         }
@@ -192,6 +255,12 @@ impl Detector {
             novel_fast,
             novel_slow,
             usual_step,
+            first_ts,
+            profile,
+            profile_n,
+            resid_fast,
+            resid_usual,
+            resid_n,
         };
         Ok(Detector::from_state(cfg, st))
     }
@@ -225,5 +294,54 @@ impl<'a> Reader<'a> {
         let mut a = [0u8; 8];
         a.copy_from_slice(s);
         Ok(u64::from_le_bytes(a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// State saved by version 1 (or any other) is refused with an error that says so.
+    #[test]
+    fn other_versions_are_refused_clearly() {
+        let mut det = Detector::new(Config::default());
+        for i in 0..700 {
+            det.update(i * 300, (i % 17) as f64);
+        }
+        for version in [1u8, 3, 9] {
+            let mut b = det.save();
+            b[7] = version;
+            let n = b.len() - 4;
+            let crc = crc32c::crc32c(&b[..n]);
+            b[n..].copy_from_slice(&crc.to_le_bytes());
+            let err = Detector::restore(Config::default(), &b).unwrap_err();
+            assert_eq!(err, DecodeError::Version(version));
+            assert!(err.to_string().contains("reads version 2 only"), "{err}");
+        }
+    }
+
+    /// A state saved under another season (or with the seasonal view off) is refused
+    /// like one saved under another window.
+    #[test]
+    fn other_season_is_refused() {
+        let mut det = Detector::new(Config::default());
+        for i in 0..100 {
+            det.update(i * 300, (i % 17) as f64);
+        }
+        let saved = det.save();
+        let mut off = Config::default();
+        off.set("season", "0").unwrap();
+        match Detector::restore(off.clone(), &saved) {
+            Err(DecodeError::ConfigMismatch { what: "season", .. }) => {}
+            other => panic!("restored under season 0: {other:?}"),
+        }
+        let mut det = Detector::new(off.clone());
+        for i in 0..100 {
+            det.update(i * 300, (i % 17) as f64);
+        }
+        let saved = det.save();
+        let back = Detector::restore(off, &saved).expect("restore with the view off");
+        assert_eq!(back.save(), saved);
+        assert!(Detector::restore(Config::default(), &saved).is_err());
     }
 }

@@ -1,8 +1,9 @@
 //! Detector settings. [`Config::default`] is the configuration measured on NAB
 //! (docs/anomaly.md); it is meant for any metric, without tuning.
 
-/// Settings of a [`crate::Detector`]. Fields that size the state (`window`, `context`,
-/// `table_bits`) are recorded in saved state; a state saved under other sizes is refused.
+/// Settings of a [`crate::Detector`]. Fields that size or shape the state (`window`,
+/// `context`, `table_bits`, `season`, `bins_per_season`) are recorded in saved state; a
+/// state saved under other values is refused.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Points in the long window whose median and median absolute deviation are the
@@ -55,6 +56,19 @@ pub struct Config {
     /// Keep one peak per view (each view compared with its own past) rather than one
     /// for all.
     pub peak_per_view: bool,
+    /// Inside an incident (an alarm and the `suppress` points after it) a view's peak
+    /// grows to at most this many times itself (0 = no limit), so one incident does
+    /// not make the series' next one look ordinary.
+    pub incident_cap: f64,
+    /// Length of the season in seconds (86,400: a day); 0 turns the seasonal view off.
+    pub season: u64,
+    /// Phase bins per season in the seasonal profile.
+    pub bins_per_season: usize,
+    /// Share of a residual a profile bin takes on per point.
+    pub season_rate: f64,
+    /// Recent mean residual from the seasonal profile, in usual absolute residuals, at
+    /// which the seasonal view scores 0.5.
+    pub season_half: f64,
 }
 
 impl Default for Config {
@@ -71,21 +85,35 @@ impl Default for Config {
             bin_width: 1.0,
             max_bin: 6,
             context: 3,
-            table_bits: 12,
+            table_bits: 11,
             pattern_weight: 0.2,
             pattern_half: 4.0,
             gap_half: 10.0,
-            suppress: 100,
+            suppress: 75,
             alarm: 0.6,
             damp: 0.05,
             peak_decay: 0.9998,
             peak_floor: 0.5,
             peak_per_view: true,
+            incident_cap: 2.0,
+            season: 86_400,
+            bins_per_season: 48,
+            season_rate: 0.02,
+            season_half: 3.0,
         }
     }
 }
 
 impl Config {
+    /// Bins of the seasonal profile (0 when the seasonal view is off).
+    pub(crate) fn season_bins(&self) -> usize {
+        if self.season == 0 {
+            0
+        } else {
+            self.bins_per_season
+        }
+    }
+
     /// Sets one field by name from text (`window=256`), for configuration files and
     /// experiments. Unknown names and unparsable or out-of-range values are errors.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -116,6 +144,11 @@ impl Config {
             "peak_decay" => self.peak_decay = num(key, value)?,
             "peak_floor" => self.peak_floor = num(key, value)?,
             "peak_per_view" => self.peak_per_view = num(key, value)?,
+            "incident_cap" => self.incident_cap = num(key, value)?,
+            "season" => self.season = num(key, value)?,
+            "bins_per_season" => self.bins_per_season = num(key, value)?,
+            "season_rate" => self.season_rate = num(key, value)?,
+            "season_half" => self.season_half = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -148,6 +181,7 @@ impl Config {
             ("bin_width", self.bin_width),
             ("gap_half", self.gap_half),
             ("pattern_half", self.pattern_half),
+            ("season_half", self.season_half),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("anomaly settings: {name} must be > 0"));
@@ -167,10 +201,23 @@ impl Config {
             ("alarm", self.alarm),
             ("damp", self.damp),
             ("peak_decay", self.peak_decay),
+            ("season_rate", self.season_rate),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));
             }
+        }
+        if !(self.incident_cap.is_finite() && self.incident_cap >= 0.0) {
+            return bad("incident_cap must be >= 0");
+        }
+        if self.season > 10 * 365 * 86_400 {
+            return bad("season must be at most ten years (seconds)");
+        }
+        if self.season > 0 && !(1..=4096).contains(&self.bins_per_season) {
+            return bad("bins_per_season must be 1..=4096");
+        }
+        if self.season > 0 && self.bins_per_season as u64 > self.season {
+            return bad("bins_per_season must not exceed season (seconds)");
         }
         Ok(())
     }

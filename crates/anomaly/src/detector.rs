@@ -6,12 +6,19 @@
 //! - **point**: distance of the value from the long window's median, in robust spreads
 //!   (1.4826 × median absolute deviation);
 //! - **level**: the same for the mean of the last few points (level shifts, slow drifts);
-//! - **spread**: ratio of the last points' standard deviation to the long window's
-//!   spread, either way (noise bursts, a series gone flat);
+//! - **spread**: the recent mean step between neighbouring values against the usual
+//!   step, either way (noise bursts, a series gone flat);
 //! - **pattern**: the value quantised relative to the median and spread, joined with the
 //!   previous quantised values into a context; a context never seen before is novel
 //!   (broken seasonality, a new shape at a usual level);
-//! - **gap**: time since the previous point against the usual step.
+//! - **gap**: time since the previous point against the usual step;
+//! - **season**: the recent residuals from a time-of-day profile (phase bins of
+//!   `Config::season`), against the usual residual (broken rhythm at a usual level).
+//!
+//! Each view's surprise is divided by that view's own decaying peak of past surprises,
+//! the largest ratio gives the score, and an alarm damps the scores that follow.
+//! The long window is kept both as a ring and sorted, so its median and median absolute
+//! deviation cost O(log n) per point.
 //!
 //! Points are accepted in strictly increasing time. A point at or before the last
 //! accepted time (late, repeated or out of order) and a non-finite value are ignored:
@@ -21,7 +28,7 @@
 use crate::config::Config;
 
 /// Number of views, and of peaks kept in the state.
-pub(crate) const VIEWS: usize = 5;
+pub(crate) const VIEWS: usize = 6;
 
 /// The per-view scores of the last accepted point, for explanations ("reason").
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -31,6 +38,7 @@ pub struct Views {
     pub spread: f64,
     pub pattern: f64,
     pub gap: f64,
+    pub season: f64,
 }
 
 impl Views {
@@ -42,6 +50,7 @@ impl Views {
             (self.spread, "spread change"),
             (self.pattern, "new pattern"),
             (self.gap, "gap"),
+            (self.season, "broken rhythm"),
         ];
         let mut best = all[0];
         for v in all {
@@ -81,6 +90,21 @@ pub(crate) struct State {
     pub(crate) novel_slow: f64,
     /// Long-run typical absolute change between neighbouring values.
     pub(crate) usual_step: f64,
+    /// First accepted timestamp: the seasonal view waits for two seasons of history.
+    pub(crate) first_ts: i64,
+    /// Seasonal profile: per phase bin of the season, the usual value (empty when the
+    /// seasonal view is off).
+    pub(crate) profile: Vec<f64>,
+    /// Points each profile bin has learnt from (saturating): a bin's first points are
+    /// averaged, later ones weighted by `Config::season_rate`.
+    pub(crate) profile_n: Vec<u8>,
+    /// Recent mean of the residuals from the profile (about `short` points).
+    pub(crate) resid_fast: f64,
+    /// Long-run typical absolute residual from the profile.
+    pub(crate) resid_usual: f64,
+    /// Residuals `resid_usual` has learnt from (saturating at 256): its first ones are
+    /// averaged, so it starts at the right size.
+    pub(crate) resid_n: u32,
 }
 
 /// One series' detector. Feed it the series' points in time order with [`update`].
@@ -91,8 +115,10 @@ pub struct Detector {
     cfg: Config,
     pub(crate) st: State,
     views: Views,
-    /// Reused buffer for order statistics; not part of the state.
-    scratch: Vec<f64>,
+    /// The long window's values in ascending order (`f64::total_cmp`), kept beside the
+    /// ring so the median and the median absolute deviation cost O(log n) per point.
+    /// Not saved: rebuilt from the ring on restore.
+    sorted: Vec<f64>,
 }
 
 impl Detector {
@@ -117,13 +143,22 @@ impl Detector {
             novel_fast: 0.0,
             novel_slow: 0.0,
             usual_step: 0.0,
+            first_ts: 0,
+            profile: Vec::with_capacity(cfg.season_bins()),
+            profile_n: Vec::with_capacity(cfg.season_bins()),
+            resid_fast: 0.0,
+            resid_usual: 0.0,
+            resid_n: 0,
         };
         Detector::from_state(cfg, st)
     }
 
     pub(crate) fn from_state(cfg: Config, st: State) -> Detector {
+        let mut sorted = Vec::with_capacity(cfg.window);
+        sorted.extend_from_slice(&st.ring);
+        sorted.sort_unstable_by(f64::total_cmp);
         Detector {
-            scratch: Vec::with_capacity(cfg.window),
+            sorted,
             cfg,
             st,
             views: Views::default(),
@@ -155,7 +190,8 @@ impl Detector {
             + self.cfg.window * 8
             + self.cfg.context
             + self.st.table.len()
-            + self.scratch.capacity() * 8
+            + self.sorted.capacity() * 8
+            + self.cfg.season_bins() * 9
     }
 
     /// Takes the point `(ts, value)` (ts in seconds) and returns its anomaly score in
@@ -166,11 +202,11 @@ impl Detector {
             self.st.ignored += 1;
             return None;
         }
-        let dt = self.st.last_ts.map(|last| (ts - last) as f64);
+        let dt = self.st.last_ts.map(|last| ts.saturating_sub(last) as f64);
         let stats = (!self.st.ring.is_empty()).then(|| self.level_and_spread());
         let score = match stats {
             Some((med, spread)) if self.st.seen >= self.cfg.warmup as u64 => {
-                Some(self.score(value, dt, med, spread))
+                Some(self.score(ts, value, dt, med, spread))
             }
             _ => {
                 self.views = Views::default();
@@ -178,6 +214,10 @@ impl Detector {
             }
         };
         self.learn(value, dt, stats);
+        self.learn_season(ts, value);
+        if self.st.last_ts.is_none() {
+            self.st.first_ts = ts;
+        }
         self.st.last_ts = Some(ts);
         self.st.seen += 1;
         if let Some(s) = score {
@@ -196,29 +236,79 @@ impl Detector {
         self.st.ring[(self.st.head + n - 1 - k) % n]
     }
 
-    /// Median and robust spread of the long window.
+    /// Median and robust spread of the long window, from the sorted copy: the median is
+    /// the middle element, the median absolute deviation the middle element of two sorted
+    /// runs (distances to the right and to the left of the median), found by bisection.
     fn level_and_spread(&mut self) -> (f64, f64) {
-        self.scratch.clear();
-        self.scratch.extend_from_slice(&self.st.ring);
-        let n = self.scratch.len();
+        let v = &self.sorted;
+        let n = v.len();
         let mid = n / 2;
-        let med = *self.scratch.select_nth_unstable_by(mid, f64::total_cmp).1;
-        let mut abs_sum = 0.0;
-        for v in self.scratch.iter_mut() {
-            *v = (*v - med).abs();
-            abs_sum += *v;
-        }
-        let mad = *self.scratch.select_nth_unstable_by(mid, f64::total_cmp).1;
-        let mut spread = 1.4826 * mad;
+        let med = v[mid];
+        let mut spread = 1.4826 * kth_abs_dev(v, mid, mid);
         if spread <= 0.0 {
             // Mostly constant series: the mean absolute deviation still sees the rare moves.
+            let abs_sum: f64 = v.iter().map(|x| (x - med).abs()).sum();
             spread = 1.2533 * abs_sum / n as f64;
         }
         let floor = 1e-9 * (1.0 + med.abs());
         (med, spread.max(floor))
     }
 
-    fn score(&mut self, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
+    /// Phase bin of `ts` within the season.
+    fn season_bin(&self, ts: i64) -> usize {
+        let season = self.cfg.season as i64;
+        let bins = self.cfg.season_bins() as i64;
+        (ts.rem_euclid(season) * bins / season) as usize
+    }
+
+    /// Seasonal surprise of `x` at `ts`: the recent mean residual from the profile
+    /// against the usual absolute residual, once two seasons were seen.
+    fn season_z(&self, ts: i64, x: f64, eps: f64) -> (f64, f64) {
+        let bins = self.cfg.season_bins();
+        if bins == 0 || self.st.profile.len() < bins {
+            return (0.0, 0.0);
+        }
+        let resid = x - self.st.profile[self.season_bin(ts)];
+        let fast = self.st.resid_fast + (resid - self.st.resid_fast) / self.cfg.short as f64;
+        if ts.saturating_sub(self.st.first_ts) < 2 * self.cfg.season as i64 {
+            return (0.0, fast);
+        }
+        (
+            fast.abs() / (self.st.resid_usual + eps) / self.cfg.season_half,
+            fast,
+        )
+    }
+
+    fn learn_season(&mut self, ts: i64, x: f64) {
+        let bins = self.cfg.season_bins();
+        if bins == 0 {
+            return;
+        }
+        if self.st.profile.len() < bins {
+            // Not yet a full profile: fill it with the first value.
+            self.st.profile.resize(bins, x);
+            self.st.profile_n.resize(bins, 0);
+        }
+        let b = self.season_bin(ts);
+        let resid = x - self.st.profile[b];
+        self.st.resid_fast += (resid - self.st.resid_fast) / self.cfg.short as f64;
+        if ts.saturating_sub(self.st.first_ts) >= self.cfg.season as i64 {
+            let u = self.st.resid_usual;
+            let n = self.st.resid_n;
+            let d = if n > 8 {
+                resid.abs().min(5.0 * u)
+            } else {
+                resid.abs()
+            };
+            self.st.resid_n = (n + 1).min(256);
+            self.st.resid_usual += (d - u) / self.st.resid_n as f64;
+        }
+        let n = &mut self.st.profile_n[b];
+        *n = n.saturating_add(1);
+        self.st.profile[b] += resid * self.cfg.season_rate.max(1.0 / *n as f64);
+    }
+
+    fn score(&mut self, ts: i64, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
         let cfg = &self.cfg;
         let half = |z: f64, h: f64| 1.0 - (-(z / h) * (z / h) * std::f64::consts::LN_2).exp();
 
@@ -263,12 +353,16 @@ impl Detector {
             _ => 0.0,
         };
 
+        let (z_season, _) = self.season_z(ts, x, eps);
+        let cfg = &self.cfg;
+
         self.views = Views {
             point,
             level,
             spread: spread_score,
             pattern,
             gap,
+            season: half(z_season, 1.0),
         };
         let zs = [
             (x - med).abs() / spread / cfg.point_half,
@@ -279,13 +373,26 @@ impl Detector {
                 Some(dt) if self.st.step > 0.0 => dt / self.st.step / cfg.gap_half,
                 _ => 0.0,
             },
+            z_season,
         ];
         let raw = if cfg.peak_decay > 0.0 {
             let mut r: f64 = 0.0;
             if cfg.peak_per_view {
-                for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
+                for (z, peak) in zs.iter().zip(self.st.peak.iter()) {
                     r = r.max(z / peak.max(cfg.peak_floor));
-                    *peak = (*peak * cfg.peak_decay).max(*z);
+                }
+                // Inside an incident (an alarm or its suppression) a view's peak grows
+                // by at most `incident_cap` times itself, so one incident does not
+                // mask the next for thousands of points.
+                let incident = self.st.since_alarm < cfg.suppress as u64
+                    || 1.0 - (-r * r * std::f64::consts::LN_2).exp() >= cfg.alarm;
+                for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
+                    let z = if incident && cfg.incident_cap > 0.0 {
+                        z.min(cfg.incident_cap * peak.max(cfg.peak_floor))
+                    } else {
+                        *z
+                    };
+                    *peak = (*peak * cfg.peak_decay).max(z);
                 }
             } else {
                 let z = zs.iter().fold(0.0f64, |a, &b| a.max(b));
@@ -294,7 +401,12 @@ impl Detector {
             }
             1.0 - (-r * r * std::f64::consts::LN_2).exp()
         } else {
-            point.max(level).max(spread_score).max(pattern).max(gap)
+            point
+                .max(level)
+                .max(spread_score)
+                .max(pattern)
+                .max(gap)
+                .max(self.views.season)
         };
         let out = if self.st.since_alarm < cfg.suppress as u64 {
             raw * cfg.damp
@@ -370,12 +482,87 @@ impl Detector {
                     256.0
                 };
         }
+        if self.st.ring.len() == self.cfg.window {
+            let old = self.st.ring[self.st.head];
+            let at = self
+                .sorted
+                .binary_search_by(|p| p.total_cmp(&old))
+                .expect("window value in its sorted copy");
+            self.sorted.remove(at);
+        }
+        let at = self.sorted.partition_point(|p| p.total_cmp(&x).is_lt());
+        self.sorted.insert(at, x);
         if self.st.ring.len() < self.cfg.window {
             self.st.ring.push(x);
             self.st.head = self.st.ring.len() % self.cfg.window;
         } else {
             self.st.ring[self.st.head] = x;
             self.st.head = (self.st.head + 1) % self.cfg.window;
+        }
+    }
+}
+
+/// The `k`-th smallest (0-based) of `|v[i] - v[mid]|` over the sorted slice `v`: the
+/// distances form two ascending runs, `v[mid..] - med` and `med - v[..mid]` read
+/// backwards; bisect on how many of the `k + 1` smallest come from the first run.
+fn kth_abs_dev(v: &[f64], mid: usize, k: usize) -> f64 {
+    let med = v[mid];
+    let a_len = v.len() - mid;
+    let b_len = mid;
+    let a = |t: usize| v[mid + t] - med;
+    let b = |t: usize| med - v[mid - 1 - t];
+    let want = k + 1;
+    let (mut lo, mut hi) = (want.saturating_sub(b_len), want.min(a_len));
+    loop {
+        let i = (lo + hi) / 2;
+        let j = want - i;
+        if i > 0 && j < b_len && a(i - 1) > b(j) {
+            hi = i - 1;
+        } else if j > 0 && i < a_len && b(j - 1) > a(i) {
+            lo = i + 1;
+        } else {
+            let from_a = if i > 0 { a(i - 1) } else { f64::NEG_INFINITY };
+            let from_b = if j > 0 { b(j - 1) } else { f64::NEG_INFINITY };
+            return from_a.max(from_b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kth_abs_dev;
+
+    /// The bisection agrees with sorting all distances, with ties and odd/even lengths.
+    #[test]
+    fn kth_abs_dev_matches_sorting() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for n in 1..80 {
+            for round in 0..20 {
+                let mut v: Vec<f64> = (0..n)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        let r = (seed % 1000) as f64;
+                        if round % 2 == 0 {
+                            (r / 100.0).floor()
+                        } else {
+                            r * 0.37 - 150.0
+                        }
+                    })
+                    .collect();
+                v.sort_unstable_by(f64::total_cmp);
+                let mid = n / 2;
+                let mut d: Vec<f64> = v.iter().map(|x| (x - v[mid]).abs()).collect();
+                d.sort_unstable_by(f64::total_cmp);
+                for (k, want) in d.iter().enumerate() {
+                    assert_eq!(
+                        kth_abs_dev(&v, mid, k).to_bits(),
+                        want.to_bits(),
+                        "n {n} k {k} {v:?}"
+                    );
+                }
+            }
         }
     }
 }

@@ -65,6 +65,40 @@ fn restart_continuity() {
     }
 }
 
+/// The same with a short season (600 s, 60 points), so the seasonal profile is learnt,
+/// saved and restored mid-way, and its view scores before and after every cut.
+#[test]
+fn restart_continuity_with_season() {
+    let mut cfg = Config::default();
+    cfg.set("season", "600").expect("season");
+    let points = series(3000);
+    let mut straight = Detector::new(cfg.clone());
+    let expected = run(&mut straight, &points);
+    let mut seasonal = Detector::new(cfg.clone());
+    let mut season_seen = false;
+    for &(ts, v) in &points {
+        seasonal.update(ts, v);
+        season_seen |= seasonal.views().season > 0.0;
+    }
+    assert!(season_seen, "the seasonal view never scored");
+    for cut in [30, 100, 130, 1550, 2999] {
+        let mut first = Detector::new(cfg.clone());
+        let mut got = run(&mut first, &points[..cut]);
+        let mut second = Detector::restore(cfg.clone(), &first.save()).expect("restore");
+        got.extend(run(&mut second, &points[cut..]));
+        assert_eq!(
+            bits(&got),
+            bits(&expected),
+            "scores differ after a restart at {cut}"
+        );
+        assert_eq!(
+            second.save(),
+            straight.save(),
+            "state differs after a restart at {cut}"
+        );
+    }
+}
+
 #[test]
 fn late_and_bad_points_are_ignored() {
     let points = series(2500);

@@ -116,3 +116,40 @@ fn gap() {
     }
     check("gap", &s, 0);
 }
+
+/// A daily cycle (one point every 15 minutes, 96 a day) at the usual level and step:
+/// only the seasonal view knows what this time of day should look like.
+fn daily(f: impl Fn(usize, f64, &mut Noise) -> f64) -> Vec<(i64, f64)> {
+    let mut noise = Noise(0x2545_f491_4f6c_dd1d);
+    (0..N)
+        .map(|i| {
+            let ts = i as i64 * 900;
+            let cycle = 10.0 * (i as f64 * std::f64::consts::TAU / 96.0).sin();
+            (ts, f(i, cycle, &mut noise))
+        })
+        .collect()
+}
+
+#[test]
+fn broken_seasonality_missing_peak() {
+    // Day 25's peak does not come: the series stays at its mean for that half day.
+    let s = daily(|i, cycle, n| {
+        let missing = (AT..AT + 48).contains(&i);
+        100.0 + if missing { 0.0 } else { cycle } + n.next()
+    });
+    check("missing daily peak", &s, 12);
+}
+
+#[test]
+fn broken_seasonality_rhythm_change() {
+    // From day 25 on the cycle runs twice as fast: same level, same range, new rhythm.
+    let s = daily(|i, _, n| {
+        let phase = if i < AT {
+            i as f64
+        } else {
+            AT as f64 + 2.0 * (i - AT) as f64
+        };
+        100.0 + 10.0 * (phase * std::f64::consts::TAU / 96.0).sin() + n.next()
+    });
+    check("rhythm change", &s, 24);
+}

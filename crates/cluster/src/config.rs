@@ -44,6 +44,32 @@ pub struct ClusterConfig {
     /// "unavailable" (the client retries; nothing acknowledged is lost) (ms).
     #[serde(default = "default_append_timeout_ms")]
     pub append_timeout_ms: u32,
+    /// The on-disk spill (`<data_dir>/cluster/spill`) for appends Kafka does not
+    /// acknowledge within `append_timeout_ms`: at most this many bytes, delivered in
+    /// order when Kafka is back; 0: no spill (the client is held back until Kafka
+    /// takes the points).
+    #[serde(default = "default_spill_max_bytes")]
+    pub spill_max_bytes: u64,
+    /// Every storage node of the cluster (this one included when it is one): where it
+    /// answers HTTP and which partitions it stores. With peers, reads on this node
+    /// (`/render`, `/metrics/find`, `/tags/*`, ...) are answered for the whole cluster
+    /// by asking one replica of each partition; without, this node's store only.
+    #[serde(default)]
+    pub peers: Vec<PeerConfig>,
+    /// How long a read waits for one peer before asking another replica (ms).
+    #[serde(default = "default_read_timeout_ms")]
+    pub read_timeout_ms: u32,
+}
+
+/// A storage node as the others see it (`[[cluster.peers]]`).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PeerConfig {
+    pub node_id: u32,
+    /// `host:port` of its HTTP listener.
+    pub http: String,
+    /// The partitions it stores (its `owned_partitions`).
+    pub partitions: Vec<u32>,
 }
 
 fn default_topic() -> String {
@@ -58,8 +84,29 @@ fn default_linger_ms() -> u32 {
 fn default_append_timeout_ms() -> u32 {
     10_000
 }
+/// 1 GiB: at the 25 bytes or so a point takes in a record, tens of millions of points,
+/// minutes of a busy node's load while Kafka is away.
+fn default_spill_max_bytes() -> u64 {
+    1 << 30
+}
+/// Long enough for a big fetch from a loaded peer, short enough that a hung peer does
+/// not hold a dashboard for long before its replica is asked.
+fn default_read_timeout_ms() -> u32 {
+    5_000
+}
 
 impl ClusterConfig {
+    /// Partitions no peer stores (reads of them are always partial); empty without
+    /// peers.
+    pub fn unplaced_partitions(&self) -> Vec<u32> {
+        if self.peers.is_empty() {
+            return Vec::new();
+        }
+        (0..self.partitions)
+            .filter(|p| !self.peers.iter().any(|n| n.partitions.contains(p)))
+            .collect()
+    }
+
     /// Checks what serde cannot: counts, owned partitions in range.
     pub fn validate(&self) -> Result<(), String> {
         if self.brokers.trim().is_empty() {
@@ -80,6 +127,36 @@ impl ClusterConfig {
                     "cluster.owned_partitions names {p}, but the topic has partitions 0..{}",
                     self.partitions
                 ));
+            }
+        }
+        let mut ids = std::collections::BTreeSet::new();
+        for peer in &self.peers {
+            if !ids.insert(peer.node_id) {
+                return Err(format!("cluster.peers names node {} twice", peer.node_id));
+            }
+            if peer.http.trim().is_empty() {
+                return Err(format!(
+                    "cluster.peers: node {} has no http address",
+                    peer.node_id
+                ));
+            }
+            if let Some(p) = peer.partitions.iter().find(|&&p| p >= self.partitions) {
+                return Err(format!(
+                    "cluster.peers: node {} names partition {p}, but the topic has partitions 0..{}",
+                    peer.node_id, self.partitions
+                ));
+            }
+            if peer.node_id == self.node_id {
+                let mut mine = self.owned_partitions.clone();
+                let mut listed = peer.partitions.clone();
+                mine.sort_unstable();
+                listed.sort_unstable();
+                if mine != listed {
+                    return Err(format!(
+                        "cluster.peers lists this node ({}) with partitions {listed:?}, but its owned_partitions are {mine:?}",
+                        self.node_id
+                    ));
+                }
             }
         }
         match self.role {

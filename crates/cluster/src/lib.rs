@@ -6,6 +6,8 @@
 //!   partition, idempotent, `acks=all`, answered once Kafka has it.
 //! - [`consumer`]: [`StorageConsumer`], a storage node's consumer of its owned
 //!   partitions into the engine, with offsets checkpointed after the engine's WAL.
+//! - [`spill`]: the ingest side's bounded on-disk spill, for appends Kafka does not take
+//!   in time, delivered in order when it is back.
 //! - [`config`]: the `[cluster]` section of `sumi.toml`.
 //!
 //! The client is `rdkafka` (librdkafka, built from the source its sys crate bundles):
@@ -16,6 +18,7 @@ pub mod config;
 pub mod consumer;
 pub mod producer;
 pub mod record;
+pub mod spill;
 
 use std::time::{Duration, Instant};
 
@@ -23,12 +26,36 @@ use anyhow::{bail, Context, Result};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
 
-pub use config::{ClusterConfig, Role};
+pub use config::{ClusterConfig, PeerConfig, Role};
 pub use consumer::{ConsumeStats, StorageConsumer};
 pub use producer::{KafkaSink, ProduceStats};
 pub use record::partition_for;
+
+/// The log-end offset (high watermark: the offset the next record will get) of every
+/// partition of the topic, from Kafka. Blocking.
+pub fn log_end_offsets(config: &ClusterConfig, timeout: Duration) -> Result<Vec<i64>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &config.brokers)
+        .set("client.id", format!("sumi-status-{}", config.node_id))
+        .create()
+        .context("creating a kafka client")?;
+    (0..config.partitions)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(&config.topic, p as i32, timeout)
+                .map(|(_, high)| high)
+                .with_context(|| {
+                    format!(
+                        "reading the end of partition {p} of {} at {}",
+                        config.topic, config.brokers
+                    )
+                })
+        })
+        .collect()
+}
 
 /// Creates the topic with `config.partitions` partitions unless it exists, and checks
 /// that an existing one has that many. Retries while no broker answers, up to `wait`.

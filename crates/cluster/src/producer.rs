@@ -1,7 +1,8 @@
 //! The ingest side: a [`Sink`] that produces every point to its partition of the log
 //! and answers only once Kafka has acknowledged all of them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError};
 
 use crate::config::ClusterConfig;
 use crate::record::{partition_for, RecordWriter};
+use crate::spill::{Spill, SpillEntry};
 
 /// One record stays well under Kafka's default 1 MiB message limit.
 const MAX_RECORD_BYTES: usize = 256 * 1024;
@@ -37,6 +39,19 @@ pub struct ProduceStats {
     pub queue_full_waits: AtomicU64,
     /// Total microseconds appends waited for Kafka's acknowledgement.
     pub ack_wait_us: AtomicU64,
+    /// Appends written to the on-disk spill (acknowledged to the client from there).
+    pub spilled_batches: AtomicU64,
+    pub spilled_points: AtomicU64,
+    /// Spilled appends Kafka has since acknowledged.
+    pub spill_delivered_batches: AtomicU64,
+    pub spill_delivered_points: AtomicU64,
+    /// Appends refused because the spill was full (the client is held back).
+    pub spill_full: AtomicU64,
+    /// Spill files that could not be read back (set aside as `.bad`).
+    pub spill_bad_files: AtomicU64,
+    /// Spill files and bytes waiting (gauges).
+    pub spill_files: AtomicU64,
+    pub spill_bytes: AtomicU64,
 }
 
 impl ProduceStats {
@@ -82,6 +97,41 @@ impl ProduceStats {
             "Sends that found the producer queue full and waited.",
             l(&self.queue_full_waits),
         );
+        c(
+            "sumi_cluster_spill_batches_total",
+            "Appends Kafka did not take in time, written to the on-disk spill.",
+            l(&self.spilled_batches),
+        );
+        c(
+            "sumi_cluster_spill_points_total",
+            "Points written to the on-disk spill.",
+            l(&self.spilled_points),
+        );
+        c(
+            "sumi_cluster_spill_delivered_batches_total",
+            "Spilled appends delivered to Kafka.",
+            l(&self.spill_delivered_batches),
+        );
+        c(
+            "sumi_cluster_spill_delivered_points_total",
+            "Spilled points delivered to Kafka.",
+            l(&self.spill_delivered_points),
+        );
+        c(
+            "sumi_cluster_spill_full_total",
+            "Appends refused because the spill was full (clients retry).",
+            l(&self.spill_full),
+        );
+        c(
+            "sumi_cluster_spill_bad_files_total",
+            "Spill files that could not be read back, set aside as .bad.",
+            l(&self.spill_bad_files),
+        );
+        out.push_str(&format!(
+            "# HELP sumi_cluster_spill_files Spilled appends waiting for Kafka.\n# TYPE sumi_cluster_spill_files gauge\nsumi_cluster_spill_files {}\n# HELP sumi_cluster_spill_bytes Bytes of the spill waiting for Kafka.\n# TYPE sumi_cluster_spill_bytes gauge\nsumi_cluster_spill_bytes {}\n",
+            l(&self.spill_files),
+            l(&self.spill_bytes)
+        ));
         out.push_str(&format!(
             "# HELP sumi_cluster_produce_ack_wait_seconds_total Time appends waited for Kafka.\n# TYPE sumi_cluster_produce_ack_wait_seconds_total counter\nsumi_cluster_produce_ack_wait_seconds_total {:.6}\n",
             l(&self.ack_wait_us) as f64 / 1e6
@@ -130,12 +180,21 @@ impl ProducerContext for Ctx {
 
 /// Sends every point to the partition of its series (see [`partition_for`]), one record
 /// per partition and append (split at 256 KiB), through an idempotent producer with
-/// `acks=all`; `append` returns once Kafka has acknowledged every record.
+/// `acks=all`; `append` returns once Kafka has acknowledged every record — or, when
+/// Kafka has not within `append_timeout_ms` and a spill is configured, once the records
+/// are durably in the spill ([`crate::spill`]), delivered in order later.
 pub struct KafkaSink {
+    core: Arc<Core>,
+    clock: Arc<dyn Clock>,
+    spill: Option<Arc<Spill>>,
+    stop: Arc<AtomicBool>,
+}
+
+/// What the sink and the spill's delivery thread share.
+struct Core {
     producer: ThreadedProducer<Ctx>,
     topic: String,
     partitions: u32,
-    clock: Arc<dyn Clock>,
     timeout: Duration,
     stats: Arc<ProduceStats>,
 }
@@ -143,7 +202,13 @@ pub struct KafkaSink {
 impl KafkaSink {
     /// A producer for `config`'s brokers and topic (which [`crate::ensure_topic`]
     /// creates). Connecting is lazy: a broker that is down shows at the first append.
-    pub fn new(config: &ClusterConfig, clock: Arc<dyn Clock>) -> Result<KafkaSink, KafkaError> {
+    /// With `spill_dir` (and `spill_max_bytes` > 0), appends Kafka does not take in
+    /// time go to the spill there.
+    pub fn new(
+        config: &ClusterConfig,
+        clock: Arc<dyn Clock>,
+        spill_dir: Option<&Path>,
+    ) -> Result<KafkaSink, KafkaError> {
         let stats = Arc::new(ProduceStats::default());
         let timeout = Duration::from_millis(u64::from(config.append_timeout_ms.max(1)));
         let producer: ThreadedProducer<Ctx> = ClientConfig::new()
@@ -160,27 +225,113 @@ impl KafkaSink {
             .create_with_context(Ctx {
                 stats: stats.clone(),
             })?;
-        Ok(KafkaSink {
+        let core = Arc::new(Core {
             producer,
             topic: config.topic.clone(),
             partitions: config.partitions,
-            clock,
             timeout,
             stats,
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let spill = match spill_dir.filter(|_| config.spill_max_bytes > 0) {
+            None => None,
+            Some(dir) => {
+                let spill = Spill::open(dir, config.spill_max_bytes).map_err(|e| {
+                    KafkaError::ClientCreation(format!(
+                        "opening the spill in {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+                let spill = Arc::new(spill);
+                let (c, sp, st) = (core.clone(), spill.clone(), stop.clone());
+                std::thread::Builder::new()
+                    .name("sumi-spill".into())
+                    .spawn(move || deliver_spill(&c, &sp, &st))
+                    .map_err(|e| {
+                        KafkaError::ClientCreation(format!("starting the spill thread: {e}"))
+                    })?;
+                Some(spill)
+            }
+        };
+        Ok(KafkaSink {
+            core,
+            clock,
+            spill,
+            stop,
         })
     }
 
     pub fn stats(&self) -> Arc<ProduceStats> {
-        self.stats.clone()
+        self.core.stats.clone()
     }
 
-    /// Waits for every queued record (shutdown).
+    /// Waits for every queued record, and stops delivering the spill (shutdown; what is
+    /// left in it is delivered after the next start).
     pub fn flush(&self, timeout: Duration) {
-        if let Err(e) = self.producer.flush(timeout) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Err(e) = self.core.producer.flush(timeout) {
             tracing::warn!(error = %e, "kafka producer flush at shutdown");
         }
     }
 
+    /// The batch as log records, one per partition (split at 256 KiB), taken now.
+    fn encode(&self, batch: &Batch) -> Vec<(u32, Vec<u8>)> {
+        let arrival = self.clock.now();
+        let mut writers: Vec<Option<RecordWriter>> = Vec::new();
+        writers.resize_with(self.core.partitions as usize, || None);
+        let mut out = Vec::new();
+        for (name, p) in batch.iter() {
+            let part = partition_for(name, self.core.partitions);
+            let w = writers[part as usize].get_or_insert_with(|| RecordWriter::new(arrival));
+            w.push(name, p.ts, p.value);
+            if w.byte_len() >= MAX_RECORD_BYTES {
+                out.push((part, w.finish().to_vec()));
+                w.reset(arrival);
+            }
+        }
+        for (part, w) in writers.iter_mut().enumerate() {
+            if let Some(w) = w.as_mut().filter(|w| !w.is_empty()) {
+                out.push((part as u32, w.finish().to_vec()));
+            }
+        }
+        out
+    }
+
+    /// Puts an append's records in the spill; the client's answer.
+    fn to_spill(
+        &self,
+        spill: &Spill,
+        records: Vec<(u32, Vec<u8>)>,
+        points: usize,
+        why: &str,
+    ) -> Result<AppendOutcome, SinkError> {
+        let s = &self.core.stats;
+        let entry = SpillEntry {
+            points: points as u32,
+            records,
+        };
+        match spill.push(&entry) {
+            Ok(()) => {
+                s.spilled_batches.fetch_add(1, Ordering::Relaxed);
+                s.spilled_points.fetch_add(points as u64, Ordering::Relaxed);
+                let (files, bytes) = spill.size();
+                s.spill_files.store(files, Ordering::Relaxed);
+                s.spill_bytes.store(bytes, Ordering::Relaxed);
+                Ok(AppendOutcome {
+                    accepted: points as u64,
+                    ..AppendOutcome::default()
+                })
+            }
+            Err(e) => {
+                s.spill_full.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, points, "kafka did not take a batch and the spill cannot; the client retries");
+                Err(SinkError::Unavailable(format!("kafka: {why}; spill: {e}")))
+            }
+        }
+    }
+}
+
+impl Core {
     fn send(
         &self,
         partition: u32,
@@ -212,43 +363,21 @@ impl KafkaSink {
         }
     }
 
-    fn produce(&self, batch: &Batch) -> Result<(u64, u64), String> {
+    /// Sends the records and waits until Kafka has acknowledged every one; answers the
+    /// records and bytes sent.
+    fn deliver(&self, records: &[(u32, Vec<u8>)]) -> Result<(u64, u64), String> {
         let started = Instant::now();
         let deadline = started + self.timeout;
-        let arrival = self.clock.now();
         let pending = Arc::new(Pending::default());
-        let mut writers: Vec<Option<RecordWriter>> = Vec::new();
-        writers.resize_with(self.partitions as usize, || None);
-        let (mut records, mut bytes) = (0u64, 0u64);
+        let (mut sent, mut bytes) = (0u64, 0u64);
         let mut failed = None;
-        for (name, p) in batch.iter() {
-            let part = partition_for(name, self.partitions);
-            let w = writers[part as usize].get_or_insert_with(|| RecordWriter::new(arrival));
-            w.push(name, p.ts, p.value);
-            if w.byte_len() >= MAX_RECORD_BYTES {
-                let payload = w.finish();
-                bytes += payload.len() as u64;
-                records += 1;
-                if let Err(e) = self.send(part, payload, &pending, deadline) {
-                    failed = Some(e);
-                    break;
-                }
-                w.reset(arrival);
+        for (part, payload) in records {
+            if let Err(e) = self.send(*part, payload, &pending, deadline) {
+                failed = Some(e);
+                break;
             }
-        }
-        if failed.is_none() {
-            for (part, w) in writers.iter_mut().enumerate() {
-                let Some(w) = w.as_mut().filter(|w| !w.is_empty()) else {
-                    continue;
-                };
-                let payload = w.finish();
-                bytes += payload.len() as u64;
-                records += 1;
-                if let Err(e) = self.send(part as u32, payload, &pending, deadline) {
-                    failed = Some(e);
-                    break;
-                }
-            }
+            sent += 1;
+            bytes += payload.len() as u64;
         }
         // wait for the delivery reports of what was queued, even after a failure, so
         // that the caller's retry follows them; librdkafka fails a record by its
@@ -272,8 +401,47 @@ impl KafkaSink {
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         match failed {
             Some(e) => Err(e),
-            None => Ok((records, bytes)),
+            None => Ok((sent, bytes)),
         }
+    }
+}
+
+/// The spill's delivery thread: the oldest entry to Kafka, removed once acknowledged;
+/// waits and tries again while Kafka does not take it.
+fn deliver_spill(core: &Core, spill: &Spill, stop: &AtomicBool) {
+    let s = &core.stats;
+    while !stop.load(Ordering::Relaxed) {
+        let Some((seq, entry)) = spill.front() else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        let result = match entry {
+            Err(e) => {
+                s.spill_bad_files.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(seq, error = %e, "a spill file cannot be read: set aside as .bad, not delivered");
+                spill.pop(seq, true)
+            }
+            Ok(entry) => match core.deliver(&entry.records) {
+                Ok(_) => {
+                    s.spill_delivered_batches.fetch_add(1, Ordering::Relaxed);
+                    s.spill_delivered_points
+                        .fetch_add(u64::from(entry.points), Ordering::Relaxed);
+                    spill.pop(seq, false)
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "kafka does not take the spill yet");
+                    std::thread::sleep(Duration::from_millis(500));
+                    Ok(())
+                }
+            },
+        };
+        if let Err(e) = result {
+            tracing::error!(seq, error = %e, "removing a delivered spill file");
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        let (files, bytes) = spill.size();
+        s.spill_files.store(files, Ordering::Relaxed);
+        s.spill_bytes.store(bytes, Ordering::Relaxed);
     }
 }
 
@@ -284,9 +452,14 @@ impl Sink for KafkaSink {
         if batch.is_empty() {
             return Ok(AppendOutcome::default());
         }
-        match self.produce(batch) {
+        let records = self.encode(batch);
+        // while anything waits in the spill, later appends go behind it (in order)
+        if let Some(spill) = self.spill.as_deref().filter(|s| !s.is_empty()) {
+            return self.to_spill(spill, records, batch.len(), "spill not yet delivered");
+        }
+        match self.core.deliver(&records) {
             Ok((records, bytes)) => {
-                let s = &self.stats;
+                let s = &self.core.stats;
                 s.appends.fetch_add(1, Ordering::Relaxed);
                 s.points.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 s.records.fetch_add(records, Ordering::Relaxed);
@@ -297,7 +470,10 @@ impl Sink for KafkaSink {
                 })
             }
             Err(e) => {
-                self.stats.unavailable.fetch_add(1, Ordering::Relaxed);
+                self.core.stats.unavailable.fetch_add(1, Ordering::Relaxed);
+                if let Some(spill) = self.spill.as_deref() {
+                    return self.to_spill(spill, records, batch.len(), &e);
+                }
                 tracing::warn!(error = %e, points = batch.len(), "kafka did not take a batch; the client retries");
                 Err(SinkError::Unavailable(format!("kafka: {e}")))
             }

@@ -78,7 +78,14 @@ const WRITE_PATHS: [&str; 4] = [
 ];
 
 /// Paths graphite-web (and Grafana) use with `POST` to read: a `POST` elsewhere writes.
-const READ_POST_PREFIXES: [&str; 5] = ["/render", "/metrics", "/tags/", "/functions", "/version"];
+const READ_POST_PREFIXES: [&str; 6] = [
+    "/render",
+    "/metrics",
+    "/tags/",
+    "/functions",
+    "/version",
+    "/internal/v0",
+];
 
 /// The class of a request. `path` is the URI path as sent; it is percent-decoded here
 /// so that an escaped letter cannot move a request into a weaker class.

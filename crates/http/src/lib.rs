@@ -18,6 +18,9 @@
 //! - [`reqstats`]: request counts and latency per route, a middleware around that.
 //! - [`params`]: request parameters merged as Django merges them.
 //! - [`source`]: the store seen through the query crate's `SeriesSource` seam.
+//! - [`fanout`]: on a cluster node, reads for the whole cluster (one replica of each
+//!   partition asked in parallel, merged; partial answers say so) and the internal
+//!   endpoints the other nodes ask.
 //! - [`growthforecast`]: GrowthForecast's HTTP API (`/api/...`, `/json/...`, `/graph/...`,
 //!   `/xport/...`) and its metadata in SQLite.
 //! - [`ui`]: the web UI (GrowthForecast's pages and a metric browser), assets embedded.
@@ -28,6 +31,7 @@
 
 pub mod admin_api;
 pub mod auth;
+pub mod fanout;
 pub mod functions_api;
 pub mod growthforecast;
 pub(crate) mod image;
@@ -87,6 +91,9 @@ pub struct AppState {
     /// More Prometheus text for `/metrics` from stages outside this crate (a cluster
     /// node's producer and consumer), written after the store's.
     pub extra_metrics: Vec<MetricsWriter>,
+    /// On a cluster node with peers: reads answered for the whole cluster (see
+    /// [`fanout`]); `None` reads this node's store only.
+    pub fanout: Option<Arc<fanout::Fanout>>,
 }
 
 /// Writes Prometheus text lines for `/metrics` (see [`AppState::extra_metrics`]).
@@ -165,6 +172,7 @@ impl AppState {
             http_stats: Arc::new(reqstats::HttpStats::default()),
             readiness: Arc::new(ops::Readiness::default()),
             extra_metrics: Vec::new(),
+            fanout: None,
         })
     }
 }
@@ -207,6 +215,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ready", get(ops::ready))
         .merge(growthforecast::routes())
         .merge(tags_api::routes())
+        .merge(fanout::routes())
         .merge(ui::routes())
         .with_state(state)
         .layer(from_fn_with_state(auth, auth::require))
@@ -315,4 +324,32 @@ pub(crate) fn unix_now() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+/// The fan-out to use for a read: the node's, unless the request asks for this node's
+/// own data (`local=1`, as graphite-web's cluster requests say it).
+pub(crate) fn fanout_for<'a>(state: &'a AppState, params: &Params) -> Option<&'a fanout::Fanout> {
+    let local = params
+        .get("local")
+        .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+    if local {
+        None
+    } else {
+        state.fanout.as_deref()
+    }
+}
+
+/// The client's `Authorization` header, passed on to the peers a read asks.
+pub(crate) fn authorization(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// Adds [`fanout::PARTIAL_HEADER`] to a response when some partitions had no replica.
+pub(crate) fn mark_partial(resp: &mut Response, partial: Option<String>) {
+    if let Some(v) = partial.and_then(|v| axum::http::HeaderValue::from_str(&v).ok()) {
+        resp.headers_mut().insert(fanout::PARTIAL_HEADER, v);
+    }
 }

@@ -2,6 +2,7 @@
 //! `/metrics/expand` and `/metrics/index.json`, parameters as `metrics/views.py` reads
 //! them.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -14,6 +15,7 @@ use sumi_query::source::FindNode;
 use sumi_render::find as fmt;
 use sumi_render::find::JsonResponseOptions;
 
+use crate::fanout::Fanout;
 use crate::params::Params;
 use crate::{rendered, request_params, request_tz, server_error, unix_now, ApiError, AppState};
 
@@ -48,18 +50,59 @@ fn no_cache(mut resp: Response) -> Response {
     resp
 }
 
-fn find_nodes(state: &AppState, query: &str, leaves_only: bool) -> Result<Vec<FindNode>, ApiError> {
-    PathPattern::check(query).map_err(ApiError::bad_request)?;
-    Ok(state
-        .store
-        .find(&PathPattern::parse(query))
-        .into_iter()
-        .filter(|e| e.is_leaf || !leaves_only)
-        .map(|e| FindNode {
-            path: e.path,
-            is_leaf: e.is_leaf,
-        })
-        .collect())
+/// Where a find reads: this node's store, or the whole cluster (with the
+/// partitions no replica answered for).
+struct Finder<'a> {
+    state: &'a AppState,
+    fanout: Option<&'a Fanout>,
+    auth: Option<String>,
+    missing: BTreeSet<u32>,
+}
+
+impl<'a> Finder<'a> {
+    fn new(state: &'a AppState, params: &Params, auth: Option<String>) -> Finder<'a> {
+        Finder {
+            state,
+            fanout: crate::fanout_for(state, params),
+            auth,
+            missing: BTreeSet::new(),
+        }
+    }
+
+    fn find_nodes(&mut self, query: &str, leaves_only: bool) -> Result<Vec<FindNode>, ApiError> {
+        PathPattern::check(query).map_err(ApiError::bad_request)?;
+        let nodes = match self.fanout {
+            Some(f) => {
+                let (nodes, missing) = f
+                    .find(query, self.auth.as_deref())
+                    .map_err(ApiError::bad_request)?;
+                self.missing.extend(missing);
+                nodes
+            }
+            None => self
+                .state
+                .store
+                .find(&PathPattern::parse(query))
+                .into_iter()
+                .map(|e| FindNode {
+                    path: e.path,
+                    is_leaf: e.is_leaf,
+                })
+                .collect(),
+        };
+        Ok(nodes
+            .into_iter()
+            .filter(|e| e.is_leaf || !leaves_only)
+            .collect())
+    }
+
+    /// The response, marked partial when some partition had no replica.
+    fn finish(&self, mut resp: Response) -> Response {
+        if let Some(f) = self.fanout {
+            crate::mark_partial(&mut resp, f.note_partial(&self.missing));
+        }
+        resp
+    }
 }
 
 pub async fn find(
@@ -79,7 +122,8 @@ pub(crate) async fn find_with(
     headers: &HeaderMap,
 ) -> Response {
     let opts = json_opts(&params, headers);
-    match tokio::task::spawn_blocking(move || find_blocking(&state, &params, opts)).await {
+    let auth = crate::authorization(headers);
+    match tokio::task::spawn_blocking(move || find_blocking(&state, &params, opts, auth)).await {
         Ok(Ok(resp)) => no_cache(resp),
         Ok(Err(e)) => e.into_response(),
         Err(e) => server_error(format_args!("find failed: {e}")),
@@ -90,6 +134,7 @@ fn find_blocking(
     state: &AppState,
     params: &Params,
     opts: JsonResponseOptions,
+    auth: Option<String>,
 ) -> Result<Response, ApiError> {
     let format = params.get("format").unwrap_or("treejson");
     let leaves_only = int_param(params, "leavesOnly", 0)? != 0;
@@ -122,7 +167,8 @@ fn find_blocking(
     } else {
         query.to_string()
     };
-    let nodes = find_nodes(state, &query, leaves_only)?;
+    let mut finder = Finder::new(state, params, auth);
+    let nodes = finder.find_nodes(&query, leaves_only)?;
     let out = match format {
         "treejson" => fmt::tree_json(&query, &nodes, wildcards, &opts),
         "completer" => fmt::completer(&nodes, wildcards, &opts),
@@ -146,7 +192,7 @@ fn find_blocking(
             ))
         }
     };
-    Ok(rendered(out))
+    Ok(finder.finish(rendered(out)))
 }
 
 pub async fn expand(
@@ -158,20 +204,22 @@ pub async fn expand(
 ) -> Response {
     let params = request_params(&method, &headers, query.as_deref(), &body);
     let opts = json_opts(&params, &headers);
+    let auth = crate::authorization(&headers);
     let work = move || -> Result<Response, ApiError> {
         let group_by_expr = int_param(&params, "groupByExpr", 0)? != 0;
         let leaves_only = int_param(&params, "leavesOnly", 0)? != 0;
+        let mut finder = Finder::new(&state, &params, auth);
         let results: Vec<(String, Vec<FindNode>)> = params
             .get_all("query")
             .into_iter()
-            .map(|q| Ok((q.to_string(), find_nodes(&state, q, false)?)))
+            .map(|q| Ok((q.to_string(), finder.find_nodes(q, false)?)))
             .collect::<Result<_, ApiError>>()?;
-        Ok(rendered(fmt::expand(
+        Ok(finder.finish(rendered(fmt::expand(
             &results,
             group_by_expr,
             leaves_only,
             &opts,
-        )))
+        ))))
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(r)) => r,
@@ -189,13 +237,16 @@ pub async fn index_json(
 ) -> Response {
     let params = request_params(&method, &headers, query.as_deref(), &body);
     let opts = json_opts(&params, &headers);
+    let auth = crate::authorization(&headers);
     let work = move || {
-        let leaves: Vec<String> = find_nodes(&state, "**", true)
+        let mut finder = Finder::new(&state, &params, auth);
+        let leaves: Vec<String> = finder
+            .find_nodes("**", true)
             .unwrap_or_default()
             .into_iter()
             .map(|n| n.path)
             .collect();
-        rendered(fmt::index_json(&leaves, &opts))
+        finder.finish(rendered(fmt::index_json(&leaves, &opts)))
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(r) => r,

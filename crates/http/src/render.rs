@@ -29,12 +29,13 @@ use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use sumi_query::source::SourceError;
+use sumi_query::source::{SeriesSource, SourceError};
 use sumi_query::{resolve_range, Evaluator, QueryError, RequestContext};
 use sumi_render::series_json::{json_content_type, render_json_chunks};
 use sumi_render::{render_csv, render_raw, JsonOptions};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::fanout::ClusterSource;
 use crate::params::Params;
 use crate::source::StoreSource;
 use crate::{
@@ -64,7 +65,8 @@ pub async fn handle(
     let params = request_params(&method, &headers, query.as_deref(), &body);
     // the blocking thread answers with the response head, then keeps writing the body
     let (reply, answer) = oneshot::channel();
-    let task = tokio::task::spawn_blocking(move || render(&state, &params, reply));
+    let auth = crate::authorization(&headers);
+    let task = tokio::task::spawn_blocking(move || render(&state, &params, auth, reply));
     match answer.await {
         Ok(resp) => resp,
         Err(_) => match task.await {
@@ -89,19 +91,26 @@ fn format_of(params: &Params) -> &str {
     "png"
 }
 
-fn render(state: &AppState, params: &Params, reply: oneshot::Sender<Response>) {
+fn render(
+    state: &AppState,
+    params: &Params,
+    auth: Option<String>,
+    reply: oneshot::Sender<Response>,
+) {
     let started = Instant::now();
     let mut big = false;
-    let rendering = evaluate_and_render(state, params, &mut big);
+    let mut partial = None;
+    let rendering = evaluate_and_render(state, params, auth, &mut big, &mut partial);
     let evaluated = started.elapsed();
     match rendering {
-        Rendering::Done(resp) => {
+        Rendering::Done(mut resp) => {
+            crate::mark_partial(&mut resp, partial);
             let _ = reply.send(resp);
         }
         Rendering::Json {
             chunks,
             content_type,
-        } => stream_json(chunks, content_type, reply),
+        } => stream_json(chunks, content_type, partial, reply),
     }
     if big {
         let t = Instant::now();
@@ -142,23 +151,25 @@ enum Rendering {
 fn stream_json(
     mut chunks: impl Iterator<Item = Vec<u8>>,
     content_type: &'static str,
+    partial: Option<String>,
     reply: oneshot::Sender<Response>,
 ) {
     let first = chunks.next().unwrap_or_default();
     let Some(second) = chunks.next() else {
-        let _ = reply.send(
-            (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, content_type)],
-                first,
-            )
-                .into_response(),
-        );
+        let mut resp = (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, content_type)],
+            first,
+        )
+            .into_response();
+        crate::mark_partial(&mut resp, partial);
+        let _ = reply.send(resp);
         return;
     };
     let (tx, rx) = mpsc::channel::<Bytes>(CHUNKS_IN_FLIGHT);
     let body = Body::from_stream(ChunkStream(rx));
-    let resp = (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response();
+    let mut resp = (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response();
+    crate::mark_partial(&mut resp, partial);
     if reply.send(resp).is_err() {
         return;
     }
@@ -186,8 +197,17 @@ fn too_large(msg: impl std::fmt::Display) -> Response {
 }
 
 /// Evaluates the request; `big` is set when the answer is worth a
-/// [`release_memory`] once it is sent.
-fn evaluate_and_render(state: &AppState, params: &Params, big: &mut bool) -> Rendering {
+/// [`release_memory`] once it is sent, `partial` to the [`PARTIAL_HEADER`] value
+/// when a cluster read lacked partitions.
+///
+/// [`PARTIAL_HEADER`]: crate::fanout::PARTIAL_HEADER
+fn evaluate_and_render(
+    state: &AppState,
+    params: &Params,
+    auth: Option<String>,
+    big: &mut bool,
+    partial: &mut Option<String>,
+) -> Rendering {
     let done = Rendering::Done;
     let mut targets = params.get_all("target");
     if targets.is_empty() {
@@ -240,9 +260,24 @@ fn evaluate_and_render(state: &AppState, params: &Params, big: &mut bool) -> Ren
         })
         .collect();
 
-    let source = StoreSource::with_limits(state.store.clone(), state.limits);
-    let evaluator = Evaluator::new(&source, &state.functions);
-    let answer = match evaluator.evaluate(&ctx, &targets) {
+    // a cluster node reads every partition from one of its replicas
+    let cluster =
+        crate::fanout_for(state, params).map(|f| ClusterSource::new(f, state.limits, auth));
+    let local = StoreSource::with_limits(state.store.clone(), state.limits);
+    let source: &dyn SeriesSource = match &cluster {
+        Some(c) => c,
+        None => &local,
+    };
+    let evaluator = Evaluator::new(source, &state.functions);
+    let evaluated = evaluator.evaluate(&ctx, &targets);
+    let points_read = match &cluster {
+        Some(c) => {
+            *partial = c.finish();
+            c.points_read()
+        }
+        None => local.points_read(),
+    };
+    let answer = match evaluated {
         Ok(a) => a,
         Err(QueryError::Source(SourceError::TooLarge(msg))) => return done(too_large(msg)),
         Err(e) if e.is_input_error() => return done(bad_request(e)),
@@ -251,7 +286,7 @@ fn evaluate_and_render(state: &AppState, params: &Params, big: &mut bool) -> Ren
     // a big answer, or a small one computed from many points (`sumSeries` of a
     // million series): the memory it took goes back once it is sent
     *big = answer.extents().map(|(_, _, n)| n).sum::<usize>() > BIG_ANSWER_POINTS
-        || source.points_read() > BIG_READ_POINTS;
+        || points_read > BIG_READ_POINTS;
     if format == "json" {
         let opts = JsonOptions {
             max_data_points: ctx.max_data_points,

@@ -9,6 +9,7 @@
 //! (a missing parameter), 500 for the rest (a path carbon refuses), and 405 for a
 //! method the view refuses.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -18,8 +19,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use serde_json::{json, Value};
+use sumi_query::source::SourceError;
 use sumi_store::{TagExpr, TagQueryError, AUTOCOMPLETE_LIMIT};
 
+use crate::fanout::{AutoCompleteReq, Fanout};
 use crate::params::Params;
 use crate::{request_params, AppState};
 
@@ -87,6 +90,45 @@ fn error(req: &Req, status: StatusCode, message: impl std::fmt::Display) -> Resp
     )
 }
 
+/// A read answered by the whole cluster when this node fans out (`None` when it
+/// reads its own store): `work` runs on a blocking thread; the answer is marked
+/// partial when some partition had no live replica.
+async fn cluster_read<T, F>(
+    state: &Arc<AppState>,
+    req: &Req,
+    headers: &HeaderMap,
+    work: F,
+) -> Option<Result<(T, Option<String>), Response>>
+where
+    T: Send + 'static,
+    F: FnOnce(&Fanout, Option<&str>) -> Result<(T, BTreeSet<u32>), SourceError> + Send + 'static,
+{
+    crate::fanout_for(state, &req.params)?;
+    let auth = crate::authorization(headers);
+    let st = state.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let Some(f) = st.fanout.as_deref() else {
+            return Err(SourceError::Storage(
+                "this node has no cluster peers".into(),
+            ));
+        };
+        work(f, auth.as_deref()).map(|(t, missing)| (t, f.note_partial(&missing)))
+    })
+    .await;
+    Some(match done {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(SourceError::Invalid(m))) => Err(error(req, StatusCode::BAD_REQUEST, m)),
+        Ok(Err(e)) => Err(error(req, StatusCode::INTERNAL_SERVER_ERROR, e)),
+        Err(e) => Err(error(req, StatusCode::INTERNAL_SERVER_ERROR, e)),
+    })
+}
+
+fn ok_partial(req: &Req, value: Value, partial: Option<String>) -> Response {
+    let mut resp = ok(req, value);
+    crate::mark_partial(&mut resp, partial);
+    resp
+}
+
 fn method_not_allowed() -> Response {
     StatusCode::METHOD_NOT_ALLOWED.into_response()
 }
@@ -133,6 +175,26 @@ pub async fn list(
         Ok(l) => l,
         Err(m) => return error(&req, StatusCode::BAD_REQUEST, m),
     };
+    let filter = req.params.get("filter").map(str::to_string);
+    let cluster = cluster_read(&state, &req, &headers, move |f, auth| {
+        f.tags(filter.as_deref(), limit, auth)
+    });
+    if let Some(answer) = cluster.await {
+        return match answer {
+            // tag ids are each node's own: the merged tags are numbered in order
+            Ok((tags, partial)) => ok_partial(
+                &req,
+                Value::Array(
+                    tags.into_iter()
+                        .enumerate()
+                        .map(|(i, t)| json!({ "id": i + 1, "tag": t }))
+                        .collect(),
+                ),
+                partial,
+            ),
+            Err(resp) => resp,
+        };
+    }
     match state.store.tags(req.params.get("filter"), limit) {
         Ok(tags) => ok(
             &req,
@@ -164,6 +226,30 @@ pub async fn details(
         Ok(l) => l,
         Err(m) => return error(&req, StatusCode::BAD_REQUEST, m),
     };
+    let filter = req.params.get("filter").map(str::to_string);
+    let wanted = tag.clone();
+    let cluster = cluster_read(&state, &req, &headers, move |f, auth| {
+        f.tag_values(&wanted, filter.as_deref(), limit, auth)
+    });
+    if let Some(answer) = cluster.await {
+        return match answer {
+            Ok((None, partial)) => ok_partial(&req, Value::Null, partial),
+            // value ids are each node's own: the merged values are numbered in order
+            Ok((Some(values), partial)) => {
+                let values: Vec<Value> = values
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (v, n))| json!({ "id": i + 1, "value": v, "count": n }))
+                    .collect();
+                ok_partial(
+                    &req,
+                    json!({ "id": 1, "tag": tag, "values": values }),
+                    partial,
+                )
+            }
+            Err(resp) => resp,
+        };
+    }
     match state
         .store
         .tag_values(&tag, req.params.get("filter"), limit)
@@ -283,6 +369,16 @@ pub async fn find_series(
             "no tag expressions specified",
         );
     }
+    let wanted = exprs.clone();
+    let cluster = cluster_read(&state, &req, &headers, move |f, auth| {
+        f.find_tagged(&wanted, auth)
+    });
+    if let Some(answer) = cluster.await {
+        return match answer {
+            Ok((names, partial)) => ok_partial(&req, json!(names), partial),
+            Err(resp) => resp,
+        };
+    }
     let store = state.store.clone();
     let done = tokio::task::spawn_blocking(move || store.find_tagged(&parse_exprs(&exprs)?)).await;
     match done {
@@ -318,6 +414,21 @@ pub async fn auto_complete_tags(
     };
     let exprs = req.list("expr");
     let prefix = req.params.get("tagPrefix").map(str::to_string);
+    let ac = AutoCompleteReq {
+        exprs: exprs.clone(),
+        tag: None,
+        prefix: prefix.clone(),
+        limit,
+    };
+    let cluster = cluster_read(&state, &req, &headers, move |f, auth| {
+        f.auto_complete(&ac, auth)
+    });
+    if let Some(answer) = cluster.await {
+        return match answer {
+            Ok((tags, partial)) => ok_partial(&req, json!(tags), partial),
+            Err(resp) => resp,
+        };
+    }
     let store = state.store.clone();
     let done = tokio::task::spawn_blocking(move || {
         store.auto_complete_tags(&parse_exprs(&exprs)?, prefix.as_deref(), limit)
@@ -352,6 +463,21 @@ pub async fn auto_complete_values(
     };
     let tag = tag.to_string();
     let prefix = req.params.get("valuePrefix").map(str::to_string);
+    let ac = AutoCompleteReq {
+        exprs: exprs.clone(),
+        tag: Some(tag.clone()),
+        prefix: prefix.clone(),
+        limit,
+    };
+    let cluster = cluster_read(&state, &req, &headers, move |f, auth| {
+        f.auto_complete(&ac, auth)
+    });
+    if let Some(answer) = cluster.await {
+        return match answer {
+            Ok((values, partial)) => ok_partial(&req, json!(values), partial),
+            Err(resp) => resp,
+        };
+    }
     let store = state.store.clone();
     let done = tokio::task::spawn_blocking(move || {
         store.auto_complete_values(&parse_exprs(&exprs)?, &tag, prefix.as_deref(), limit)

@@ -8,6 +8,10 @@
 //!   series live under `_tagged/`.
 //! - [`rrd`]: RRD files as RRDtool 1.7 writes them on x86_64 Linux, and `fetch` with
 //!   `rrdtool fetch`'s semantics. Damaged input is an [`rrd::RrdError`].
+//! - [`export_lines`]: the lines `sumi export` reads (`/render?format=raw`) and writes.
+//! - [`growthforecast`]: GrowthForecast's data directory (`gforecast.db` and its RRD
+//!   files) as graphs and the series sumi stores them in.
+//! - [`mysqldump`]: the rows of a `mysqldump` file (GrowthForecast's MySQL back end).
 //! - [`sources`]: a whisper file or an RRD file as the series it holds, with their
 //!   archives, method and xFilesFactor.
 //! - [`job`]: `sumi import`'s driver: files in parallel, a state file to resume,
@@ -17,7 +21,10 @@
 //! Format notes: `docs/format/whisper.md`, `docs/format/rrd.md`.
 
 pub mod carbon;
+pub mod export_lines;
+pub mod growthforecast;
 pub mod job;
+pub mod mysqldump;
 pub mod rrd;
 pub mod sources;
 pub mod values;

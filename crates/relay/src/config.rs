@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::aggregate::{parse_aggregation_rules, AggregationRule};
 use crate::hashing::{Destination, HashType};
-use crate::queue::QueueOptions;
+use crate::queue::{QueueFsync, QueueOptions};
 use crate::rules::{parse_relay_rules, RelayRule};
 
 /// The file as written.
@@ -100,6 +100,8 @@ pub enum Method {
 pub struct QueueFile {
     pub max_bytes: Option<u64>,
     pub segment_bytes: Option<u64>,
+    /// `"never"` (default) or `"batch"`: see [`QueueFsync`].
+    pub fsync: Option<QueueFsync>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -217,6 +219,9 @@ impl Config {
         if let Some(b) = file.queue.segment_bytes {
             queue.segment_bytes = b;
         }
+        if let Some(f) = file.queue.fsync {
+            queue.fsync = f;
+        }
         Ok(Config {
             queue_dir: base.join(file.queue_dir),
             plaintext: file.listen.plaintext,
@@ -230,5 +235,34 @@ impl Config {
             queue,
             ready_file: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(queue: &str) -> Result<Config, String> {
+        let text = format!(
+            "queue_dir = \"q\"\n[listen]\nplaintext = [\"127.0.0.1:0\"]\n[queue]\n{queue}\n\
+             [[destination]]\naddress = \"127.0.0.1:2004:a\"\n"
+        );
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| e.to_string())?;
+        Config::from_file(file, Path::new("."))
+    }
+
+    #[test]
+    fn queue_fsync_is_never_unless_asked() {
+        assert_eq!(parse("").unwrap().queue.fsync, QueueFsync::Never);
+        assert_eq!(
+            parse("fsync = \"never\"").unwrap().queue.fsync,
+            QueueFsync::Never
+        );
+        assert_eq!(
+            parse("fsync = \"batch\"").unwrap().queue.fsync,
+            QueueFsync::Batch
+        );
+        let err = parse("fsync = \"always\"").unwrap_err();
+        assert!(err.contains("always") && err.contains("batch"), "{err}");
     }
 }

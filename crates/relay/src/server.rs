@@ -702,13 +702,14 @@ fn metrics_text(s: &Shared) -> String {
         "sumi_relay_aggregated_points_total {}",
         g(&c.aggregates)
     );
-    let families: [Family; 7] = [
+    let families: [Family; 8] = [
         ("sumi_relay_queue_points", "gauge", "Points queued on disk for the destination, not yet sent.", |o| o.queue.stats.backlog_points.load(Ordering::Relaxed)),
         ("sumi_relay_queue_bytes", "gauge", "Bytes of the destination's queue on disk not yet sent.", |o| o.queue.stats.backlog_bytes.load(Ordering::Relaxed)),
         ("sumi_relay_queued_points_total", "counter", "Points accepted into the destination's queue.", |o| o.queue.stats.appended_points.load(Ordering::Relaxed)),
         ("sumi_relay_sent_points_total", "counter", "Points written to the destination.", |o| o.queue.stats.delivered_points.load(Ordering::Relaxed)),
         ("sumi_relay_dropped_points_total", "counter", "Points dropped because the destination's queue was at its bound (or the disk refused them).", |o| o.queue.stats.dropped_points.load(Ordering::Relaxed)),
         ("sumi_relay_send_errors_total", "counter", "Writes to the destination that failed (the batch is sent again).", |o| o.send_errors.load(Ordering::Relaxed)),
+        ("sumi_relay_queue_fsyncs_total", "counter", "Appends to the destination's queue forced to disk (queue fsync = \"batch\").", |o| o.queue.stats.fsyncs.load(Ordering::Relaxed)),
         ("sumi_relay_destination_up", "gauge", "1 when the last connection attempt or write succeeded.", |o| u64::from(o.up.load(Ordering::Relaxed))),
     ];
     for (name, kind, help, f) in families {

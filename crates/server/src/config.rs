@@ -118,6 +118,18 @@
 //! # Kafka's acknowledgement before the client is told to retry (ms).
 //! # linger_ms = 5
 //! # append_timeout_ms = 10000
+//! # Appends Kafka has not taken by then go to an on-disk spill (data_dir/cluster/spill),
+//! # are acknowledged from there and delivered in order when Kafka is back: at most
+//! # this many bytes (1 GiB); 0: no spill, the client is held back.
+//! # spill_max_bytes = 1073741824
+//! # Every storage node, this one included: with peers, reads (/render, /metrics/find,
+//! # /metrics/expand, /tags/*, GrowthForecast) answer for the whole cluster, asking one
+//! # live replica of each partition (how long for one peer before its replica: ms).
+//! # read_timeout_ms = 5000
+//! # [[cluster.peers]]
+//! # node_id = 1
+//! # http = "10.0.0.1:8080"
+//! # partitions = [0, 1, 2, 3]
 //!
 //! [log]
 //! # tracing filter, e.g. "info" or "sumi=debug,info"; RUST_LOG wins when set.
@@ -747,6 +759,39 @@ mod tests {
             toml::from_str::<FileConfig>("[cluster]\nbrokers = \"b:1\"\nrole = \"relay\"\n")
                 .is_err()
         );
+    }
+
+    #[test]
+    fn cluster_peers_parsed_and_checked() {
+        let base = "[cluster]\nbrokers = \"b:1\"\npartitions = 4\nrole = \"storage\"\nnode_id = 1\nowned_partitions = [0, 1]\nread_timeout_ms = 700\n";
+        let peers = "[[cluster.peers]]\nnode_id = 1\nhttp = \"127.0.0.1:81\"\npartitions = [1, 0]\n[[cluster.peers]]\nnode_id = 2\nhttp = \"127.0.0.1:82\"\npartitions = [2]\n";
+        let file: FileConfig = toml::from_str(&format!("{base}{peers}")).unwrap();
+        let cl = Config::from_parts(file, &ServeFlags::default())
+            .unwrap()
+            .cluster
+            .unwrap();
+        assert_eq!(cl.read_timeout_ms, 700);
+        assert_eq!(cl.peers.len(), 2);
+        assert_eq!(cl.peers[1].http, "127.0.0.1:82");
+        assert_eq!(cl.unplaced_partitions(), vec![3]);
+        for (extra, says) in [
+            (
+                "[[cluster.peers]]\nnode_id = 1\nhttp = \"h:1\"\npartitions = [0]\n",
+                "owned_partitions are [0, 1]",
+            ),
+            (
+                "[[cluster.peers]]\nnode_id = 3\nhttp = \"h:1\"\npartitions = [4]\n",
+                "names partition 4",
+            ),
+            (
+                "[[cluster.peers]]\nnode_id = 3\nhttp = \"h:1\"\npartitions = [2]\n[[cluster.peers]]\nnode_id = 3\nhttp = \"h:2\"\npartitions = [3]\n",
+                "node 3 twice",
+            ),
+        ] {
+            let file: FileConfig = toml::from_str(&format!("{base}{extra}")).unwrap();
+            let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
+            assert!(e.to_string().contains(says), "{extra}: {e}");
+        }
     }
 
     #[test]

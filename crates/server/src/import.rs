@@ -1,4 +1,5 @@
-//! `sumi import whisper WHISPER_DIR` and `sumi import rrd FILE|DIR`: history into a
+//! `sumi import whisper WHISPER_DIR` and `sumi import rrd FILE|DIR` (and `sumi import
+//! growthforecast`, in `import_gf.rs`): history into a
 //! data directory while no server runs on it (`--data-dir`, `--config`, as `sumi
 //! serve` takes them; the store is opened directly, and its directory lock makes a
 //! running server a clear error), or into a running server (`--url`, through `POST
@@ -47,6 +48,21 @@ pub(crate) enum ImportCommand {
         #[command(flatten)]
         flags: ImportFlags,
     },
+    /// Import a GrowthForecast server: the graphs, complex graphs and vertical rules
+    /// of GF_DATA_DIR/gforecast.db with each graph's history from its RRD files
+    /// (<md5>.rrd, <md5>_s.rrd), as sumi's GrowthForecast graphs at the same URLs.
+    Growthforecast {
+        /// The directory GrowthForecast ran with (its --data-dir), holding
+        /// gforecast.db and the RRD files.
+        gf_data_dir: PathBuf,
+        /// Read the graphs from this mysqldump of GrowthForecast's MySQL database
+        /// (its --mysql back end) instead of GF_DATA_DIR/gforecast.db [default: the
+        /// one .sql file in GF_DATA_DIR when there is no gforecast.db].
+        #[arg(long, value_name = "FILE")]
+        mysql_dump: Option<PathBuf>,
+        #[command(flatten)]
+        flags: ImportFlags,
+    },
 }
 
 /// Where the history goes, and how the job runs.
@@ -55,33 +71,33 @@ pub(crate) struct ImportFlags {
     /// sumi.toml to read (default: ./sumi.toml when it exists), for the data directory
     /// and the storage settings.
     #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Data directory to import into, with no server running on it [default: the
     /// config's, else ./data].
     #[arg(long, value_name = "DIR")]
-    data_dir: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
     /// A running sumi to import into, such as http://127.0.0.1:8080 (instead of
     /// opening a data directory).
     #[arg(long, value_name = "URL", conflicts_with = "data_dir")]
-    url: Option<String>,
+    pub(crate) url: Option<String>,
     /// A file holding the write (or admin) token for --url, when the server asks for
     /// one.
     #[arg(long, value_name = "FILE", requires = "url")]
-    token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
     /// Worker threads [default: the number of CPUs].
     #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// The state file recording finished files, so that a rerun after an interrupt
     /// skips them [default: sumi-import-<kind>.state in the current directory].
     #[arg(long, value_name = "FILE")]
-    state: Option<PathBuf>,
+    pub(crate) state: Option<PathBuf>,
     /// Import every file again, ignoring (and replacing) the state file.
     #[arg(long)]
-    restart: bool,
+    pub(crate) restart: bool,
 }
 
 /// The store opened directly.
-struct StoreTarget(Arc<Store>);
+pub(crate) struct StoreTarget(pub(crate) Arc<Store>);
 
 impl Target for StoreTarget {
     fn import(&self, s: &SeriesData) -> Result<Written, TargetError> {
@@ -114,10 +130,10 @@ impl Target for StoreTarget {
 }
 
 /// A running server, through `POST /api/v0/import`.
-struct HttpTarget {
-    url: String,
-    token: Option<String>,
-    agent: ureq::Agent,
+pub(crate) struct HttpTarget {
+    pub(crate) url: String,
+    pub(crate) token: Option<String>,
+    pub(crate) agent: ureq::Agent,
 }
 
 /// The dense form of an archive's points: from the first to the last, `null` in gaps.
@@ -140,7 +156,7 @@ impl HttpTarget {
     /// An empty import first, so that an unreachable server, a missing or refused
     /// token or a server without the endpoint is one clear error before any file is
     /// read (a refusal of a large body can show as a broken pipe instead).
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         let mut r = self
             .agent
             .post(&self.url)
@@ -251,12 +267,29 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-fn absolute(p: &Path) -> PathBuf {
+pub(crate) fn absolute(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Runs `sumi import …`; returns the exit status.
 pub(crate) fn run(cmd: ImportCommand) -> i32 {
+    if let ImportCommand::Growthforecast {
+        gf_data_dir,
+        mysql_dump,
+        flags,
+    } = &cmd
+    {
+        return match crate::import_gf::run(gf_data_dir, mysql_dump.as_deref(), flags) {
+            Ok((summary, counts)) => {
+                print!("{}{}", counts.to_text(), summary.to_text());
+                i32::from(!summary.skipped.is_empty())
+            }
+            Err(e) => {
+                eprintln!("sumi import: {e:#}");
+                2
+            }
+        };
+    }
     match run_inner(cmd) {
         Ok(summary) => {
             print!("{}", summary.to_text());
@@ -288,6 +321,7 @@ fn run_inner(cmd: ImportCommand) -> Result<job::Summary> {
             ("whisper", whisper_dir, flags, names)
         }
         ImportCommand::Rrd { path, flags } => ("rrd", path, flags, TaggedNames::default()),
+        ImportCommand::Growthforecast { .. } => bail!("handled by import_gf"),
     };
     let ext = if kind == "whisper" { "wsp" } else { "rrd" };
     let files = job::list_files(&root, ext)?;

@@ -5,7 +5,8 @@
 //! - `sumi bench`: a carbon plaintext load generator that measures a server.
 //! - `sumi check`: verify (and repair) a data directory offline, see [`check`].
 //! - `sumi relay`: a carbon-compatible relay with on-disk queues, [`sumi_relay`].
-//! - `sumi import whisper|rrd`: history from whisper or RRD files, see [`import`].
+//! - `sumi import whisper|rrd|growthforecast`: history from whisper or RRD files or a
+//!   GrowthForecast server, see [`import`] and [`import_gf`].
 //! - `sumi export`: series of a server or data directory as carbon plaintext, CSV or JSON, see
 //!   [`export`].
 
@@ -17,6 +18,7 @@ use sumi_server::config::{Config, ServeFlags};
 mod check;
 mod export;
 mod import;
+mod import_gf;
 
 #[derive(Parser)]
 #[command(
@@ -41,7 +43,7 @@ enum Command {
     /// Relay carbon plaintext and pickle to carbon destinations and sumi, placed as
     /// carbon places them, through an on-disk queue per destination (docs/relay.md).
     Relay(RelayFlags),
-    /// Import history: whisper trees, RRD files. Exit status: 0 all imported, 1 some
+    /// Import history: whisper trees, RRD files, GrowthForecast. Exit status: 0 all imported, 1 some
     /// files or series skipped (listed at the end), 2 the import could not run.
     #[command(subcommand)]
     Import(import::ImportCommand),
@@ -50,6 +52,17 @@ enum Command {
     /// plaintext, CSV or JSON lines, streamed.
     /// Exit status: 0 done, 2 failed.
     Export(export::ExportFlags),
+    /// A cluster on Kafka (docs/cluster.md). `status`: every storage node's health, and
+    /// per partition its log end, its owners' offsets and lag. Exit status: 0 all up,
+    /// 1 a node down or a partition without a live owner, 2 the status could not be read.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Partitions, owners, consumed and log-end offsets, lag, node health.
+    Status(sumi_server::cluster_status::StatusFlags),
 }
 
 #[derive(clap::Args)]
@@ -105,5 +118,8 @@ fn main() -> Result<()> {
         }
         Command::Import(cmd) => std::process::exit(import::run(cmd)),
         Command::Export(flags) => std::process::exit(export::run(&flags)),
+        Command::Cluster(ClusterCommand::Status(flags)) => {
+            std::process::exit(sumi_server::cluster_status::run(&flags))
+        }
     }
 }

@@ -60,7 +60,12 @@ pub(crate) async fn open_cluster(
     .context("checking the kafka topic")?
     .with_context(|| format!("kafka topic {} at {}", cc.topic, cc.brokers))?;
     let sink = Arc::new(
-        KafkaSink::new(&cc, Arc::new(SystemClock)).context("creating the kafka producer")?,
+        KafkaSink::new(
+            &cc,
+            Arc::new(SystemClock),
+            Some(&config.data_dir.join("cluster").join("spill")),
+        )
+        .context("creating the kafka producer")?,
     );
     let consumer = match cc.role {
         Role::Ingest => None,
@@ -79,6 +84,42 @@ pub(crate) async fn open_cluster(
         "cluster node started"
     );
     Ok(Some(ClusterNode { sink, consumer }))
+}
+
+/// With `[cluster]` peers: the fan-out that answers this node's reads for the whole
+/// cluster.
+fn fanout(config: &Config, store: &Arc<Store>) -> Option<sumi_http::fanout::Fanout> {
+    let cc = config.cluster.as_ref()?;
+    if cc.peers.is_empty() {
+        return None;
+    }
+    let unplaced = cc.unplaced_partitions();
+    if !unplaced.is_empty() {
+        tracing::warn!(
+            partitions = ?unplaced,
+            "no peer in cluster.peers stores these partitions: every read will be partial"
+        );
+    }
+    let opts = sumi_http::fanout::FanoutOptions {
+        partitions: cc.partitions,
+        peers: cc
+            .peers
+            .iter()
+            .map(|p| sumi_http::fanout::Peer {
+                node_id: p.node_id,
+                http: p.http.clone(),
+                partitions: p.partitions.clone(),
+            })
+            .collect(),
+        node_id: cc.node_id,
+        timeout: std::time::Duration::from_millis(u64::from(cc.read_timeout_ms.max(1))),
+        placement: sumi_cluster::partition_for,
+    };
+    info!(
+        peers = cc.peers.len(),
+        "reads answered for the whole cluster"
+    );
+    Some(sumi_http::fanout::Fanout::new(opts, store.clone()))
 }
 
 /// The rules for new series: carbon's files when given, the built-in ones otherwise.
@@ -222,6 +263,13 @@ pub(crate) fn start(
             state.extra_metrics.push(Arc::new(move |out: &mut String| {
                 consume.write_prometheus(out)
             }));
+        }
+        if let Some(fanout) = fanout(config, &store) {
+            let reads = fanout.stats.clone();
+            state.extra_metrics.push(Arc::new(move |out: &mut String| {
+                reads.write_prometheus(out)
+            }));
+            state.fanout = Some(Arc::new(fanout));
         }
     }
     let readiness = state.readiness.clone();

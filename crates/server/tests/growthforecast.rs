@@ -673,3 +673,85 @@ fn sparse_posts_survive_rollups_and_restarts() {
     );
     assert_eq!(v["data"]["number"], 577);
 }
+
+#[test]
+fn subtract_of_coarse_archives_is_the_change_per_5_minutes() {
+    let dir = scratch();
+    let sumi = Sumi::start(&dir.path().join("data"), &[]);
+    // a count graph posted every 5 minutes for 49 hours, until an hour ago: the same
+    // twelve increments each hour, so the change per 5 minutes varies and its mean
+    // over any whole hours is a twelfth of the hour's
+    let inc = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8];
+    let hour: i64 = inc.iter().sum();
+    let end = now() - now() % 3600 - 3600;
+    let start = end - 49 * 3600;
+    let mut t = start;
+    let mut k = 0;
+    while t < end {
+        let n = inc[k % 12].to_string();
+        let ts = t.to_string();
+        post(
+            &sumi,
+            "/api/app/jobs/handled",
+            &[("number", &n), ("mode", "count"), ("timestamp", &ts)],
+        );
+        t += 300;
+        k += 1;
+    }
+    let view = |term: &str| {
+        let x = sumi.get_json(&format!(
+            "/xport/app/jobs/handled?t={term}&gmode=subtract&width=4000"
+        ));
+        let start = x["start_timestamp"].as_i64().unwrap();
+        let step = x["step"].as_i64().unwrap();
+        let rows: Vec<Option<f64>> = x["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[0].as_f64())
+            .collect();
+        (start, step, rows, x)
+    };
+    // the day view (the 1-minute archive): each 5 minutes its own change
+    let (s, step, rows, x) = view("d");
+    assert_eq!(step, 300);
+    let mut checked = 0;
+    for (i, v) in rows.iter().enumerate() {
+        let at = s + i as i64 * step;
+        // (the first row covers the minutes from the range's start only)
+        if i > 0 && at > start && at < end {
+            let want = inc[((at - start) / 300 % 12) as usize] as f64;
+            assert_eq!(*v, Some(want), "d at {at}: {x}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 300, "{checked}");
+    // the month (2 hours a row) and the year (a day a row) are read from the 1-hour
+    // archive: each row whose hours all have an hour of posts before them shows the
+    // mean change per 5 minutes, as GrowthForecast's RRAs averaged the 5-minute
+    // differences (not the change per hour, 12 times it)
+    for (term, r) in [("m", 7200), ("y", 86400)] {
+        let (s, step, rows, x) = view(term);
+        assert_eq!(step, r, "{x}");
+        let mut checked = 0;
+        for (i, v) in rows.iter().enumerate() {
+            let at = s + i as i64 * step;
+            if at >= start + 3600 && at + r <= end {
+                let v = v.unwrap_or_else(|| panic!("{term} at {at}: null: {x}"));
+                let want = hour as f64 / 12.0;
+                // (xport writes 7 significant digits)
+                assert!(
+                    (v - want).abs() < 1e-6 * want,
+                    "{term} at {at}: {v}, not {want}: {x}"
+                );
+                checked += 1;
+            }
+        }
+        let want = if term == "m" { 22 } else { 1 };
+        assert!(checked >= want, "{term}: {checked} rows checked: {x}");
+    }
+    // after the posts the number stands still: no change
+    let (s, step, rows, x) = view("m");
+    let after = end + (7200 - end % 7200) % 7200;
+    assert_eq!(rows[((after - s) / step) as usize], Some(0.0), "{x}");
+}

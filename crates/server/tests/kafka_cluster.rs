@@ -156,11 +156,12 @@ fn metric(addr: &str, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Every non-null point of `load.*` on a node: series → ts → value.
+/// Every non-null point of `load.*` a node stores itself (`local=1`: a cluster node
+/// otherwise answers for the whole cluster): series → ts → value.
 fn rendered(addr: &str, from: i64, until: i64) -> BTreeMap<String, BTreeMap<i64, f64>> {
     let body = http_get(
         addr,
-        &format!("/render?target=load.*&from={from}&until={until}&format=json"),
+        &format!("/render?target=load.*&from={from}&until={until}&format=json&local=1"),
     );
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let mut out = BTreeMap::new();
@@ -316,7 +317,7 @@ fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
                 .join(",")
         );
         let path = format!(
-            "/render?target={target}&from={}&until={}&format=json",
+            "/render?target={target}&from={}&until={}&format=json&local=1",
             base - 10,
             base + ROUNDS + 10
         );
@@ -350,8 +351,9 @@ fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
         starts[1]
     );
 
-    // Kafka down: the ingest node holds the carbon client back (appends fail as
-    // unavailable and are retried), drops nothing, and delivers once Kafka is back
+    // Kafka down: the ingest node holds the carbon client back until the append times
+    // out as unavailable (then spills it to disk, see kafka_fanout.rs), drops nothing,
+    // and delivers once Kafka is back
     cluster.kafka("kill");
     let unavailable0 = metric(&ingest_http, "sumi_cluster_produce_unavailable_total");
     let mut conn = TcpStream::connect(cluster.get("INGEST_CARBON")).unwrap();

@@ -440,3 +440,47 @@ fn sigkill_of_the_relay_loses_nothing_it_accepted() {
     }
     sink.kill();
 }
+
+/// `[queue] fsync = "batch"`: every append to a queue is forced to disk before the
+/// relay counts it accepted (`sumi_relay_queue_fsyncs_total`), and delivery is as
+/// without it: everything, in order.
+#[test]
+fn batch_fsync_forces_each_append_to_disk_and_delivers_in_order() {
+    let dir = scratch();
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink_addr = free_port();
+    let config = dir.path().join("relay.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "queue_dir = \"queue\"\n\
+             [listen]\nplaintext = [\"127.0.0.1:0\"]\npickle = [\"127.0.0.1:0\"]\nhttp = \"127.0.0.1:0\"\n\
+             [queue]\nfsync = \"batch\"\n\
+             [[destination]]\naddress = \"{sink_addr}\"\nprotocol = \"plaintext\"\n"
+        ),
+    )
+    .unwrap();
+    let _sink = Sink::start(&sink_addr, lines.clone());
+    let relay = Relay::start(&config);
+    let n = 2000;
+    let mut want = Vec::new();
+    for round in 0..4 {
+        let mut text = Vec::new();
+        for i in 0..n / 4 {
+            let line = format!("fsync.test.s{i} {:?} 1700000000", f64::from(round));
+            text.extend_from_slice(line.as_bytes());
+            text.push(b'\n');
+            want.push(line);
+        }
+        relay.send(&text);
+    }
+    wait_lines(&lines, n as usize, "every line");
+    assert_eq!(*lines.lock().unwrap(), want);
+    let label = format!("{{destination=\"{sink_addr}\"}}");
+    let fsyncs = relay.metric(&format!("sumi_relay_queue_fsyncs_total{label}"));
+    assert!(fsyncs >= 1.0, "no append was synced");
+    assert!(
+        fsyncs <= f64::from(n),
+        "at most one sync an append: {fsyncs}"
+    );
+}

@@ -18,6 +18,10 @@ pub(crate) struct Run {
     pub(crate) points: usize,
     /// Time spent inside `Detector::update` only.
     pub(crate) detector_time: Duration,
+    /// Largest in-memory (`Detector::state_bytes`) and saved (`Detector::save`) size of
+    /// one file's detector at its end.
+    pub(crate) state_bytes: usize,
+    pub(crate) saved_bytes: usize,
 }
 
 type Rows = Vec<(String, String)>;
@@ -74,6 +78,8 @@ pub(crate) fn run(nab: &Path, name: &str, cfg: &Config) -> Result<Run, String> {
         files: 0,
         points: 0,
         detector_time: Duration::ZERO,
+        state_bytes: 0,
+        saved_bytes: 0,
     };
     for cat in sorted_entries(&nab.join("data"))? {
         if !cat.is_dir() {
@@ -120,6 +126,8 @@ pub(crate) fn run(nab: &Path, name: &str, cfg: &Config) -> Result<Run, String> {
                 .map(|(i, &v)| det.update(i as i64 * 300, v).unwrap_or(0.0))
                 .collect();
             out.detector_time += t0.elapsed();
+            out.state_bytes = out.state_bytes.max(det.state_bytes());
+            out.saved_bytes = out.saved_bytes.max(det.save().len());
             if let Some(dir) = std::env::var_os("SUMI_NAB_VIEWS") {
                 // Diagnostics: every view's score per row, beside the results.
                 let mut det = Detector::new(cfg.clone());

@@ -27,11 +27,14 @@ fn main() {
     }
     match harness::run(std::path::Path::new(&nab), &name, &cfg) {
         Ok(r) => println!(
-            "{} files, {} points, detector time {:.3} s ({:.0} points/s)",
+            "{} files, {} points, detector time {:.3} s ({:.0} points/s); \
+             per series {} bytes in memory, {} bytes saved",
             r.files,
             r.points,
             r.detector_time.as_secs_f64(),
-            r.points as f64 / r.detector_time.as_secs_f64()
+            r.points as f64 / r.detector_time.as_secs_f64(),
+            r.state_bytes,
+            r.saved_bytes
         ),
         Err(e) => {
             eprintln!("nab: {e}");

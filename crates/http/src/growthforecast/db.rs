@@ -557,6 +557,129 @@ impl Db {
         Ok(Some(c))
     }
 
+    /// Imports a graph (`sumi import growthforecast`): a graph with the same names
+    /// keeps its id, series, number, mode and points and takes `g`'s settings
+    /// (description, sort, gmode, colour, types, limits, adjust, unit); otherwise `g`
+    /// is inserted whole, under `g.id` when that id is free. Returns the graph's id and
+    /// whether it was created.
+    pub fn import_graph(&self, g: &Graph) -> Result<(i64, bool), DbError> {
+        let conn = self.conn.lock();
+        if let Some(mut old) =
+            graph_by_names(&conn, &g.service_name, &g.section_name, &g.graph_name)?
+        {
+            old.description.clone_from(&g.description);
+            old.sort = g.sort;
+            old.gmode.clone_from(&g.gmode);
+            old.color.clone_from(&g.color);
+            old.draw.clone_from(&g.draw);
+            old.stype.clone_from(&g.stype);
+            old.llimit = g.llimit;
+            old.ulimit = g.ulimit;
+            old.sllimit = g.sllimit;
+            old.sulimit = g.sulimit;
+            old.adjust.clone_from(&g.adjust);
+            old.adjustval.clone_from(&g.adjustval);
+            old.unit.clone_from(&g.unit);
+            drop(conn);
+            self.update_graph(&old)?;
+            return Ok((old.id, false));
+        }
+        let id = match graph_by_id(&conn, g.id)? {
+            None if g.id > 0 => Some(g.id),
+            _ => None,
+        };
+        conn.execute(
+            "INSERT INTO graphs (id, service_name, section_name, graph_name, series, number, \
+             mode, derive, description, sort, gmode, color, ulimit, llimit, sulimit, sllimit, \
+             type, stype, adjust, adjustval, unit, created_at, updated_at, timestamp) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
+             ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+            params![
+                id,
+                g.service_name,
+                g.section_name,
+                g.graph_name,
+                g.series,
+                g.number,
+                g.mode,
+                g.derive,
+                g.description,
+                g.sort,
+                g.gmode,
+                g.color,
+                g.ulimit,
+                g.llimit,
+                g.sulimit,
+                g.sllimit,
+                g.draw,
+                g.stype,
+                g.adjust,
+                g.adjustval,
+                g.unit,
+                g.created_at,
+                g.updated_at,
+                g.timestamp
+            ],
+        )
+        .map_err(|e| DbError::sql("importing a graph", e))?;
+        Ok((conn.last_insert_rowid(), true))
+    }
+
+    /// Imports a complex graph: one with the same names takes `spec`; otherwise it is
+    /// created, under `id` when that id is free, with GrowthForecast's times. Returns
+    /// its id and whether it was created.
+    pub fn import_complex(
+        &self,
+        spec: &ComplexSpec,
+        id: i64,
+        created_at: i64,
+        updated_at: i64,
+    ) -> Result<(i64, bool), DbError> {
+        let mut conn = self.conn.lock();
+        if let Some(old) = complex_id_by_names(&conn, spec)? {
+            drop(conn);
+            self.update_complex(old, spec, updated_at)?;
+            return Ok((old, false));
+        }
+        if graph_by_names(
+            &conn,
+            &spec.service_name,
+            &spec.section_name,
+            &spec.graph_name,
+        )?
+        .is_some()
+        {
+            return Err(DbError::Conflict(format!(
+                "graph path already exists: {}/{}/{}",
+                spec.service_name, spec.section_name, spec.graph_name
+            )));
+        }
+        let free = complex_by_id(&conn, id)?.is_none() && id > 0;
+        let op = "importing a complex graph";
+        let tx = conn.transaction().map_err(|e| DbError::sql(op, e))?;
+        tx.execute(
+            "INSERT INTO complex_graphs (id, service_name, section_name, graph_name, \
+             description, sort, sumup, created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                free.then_some(id),
+                spec.service_name,
+                spec.section_name,
+                spec.graph_name,
+                spec.description,
+                spec.sort,
+                spec.sumup,
+                created_at,
+                updated_at
+            ],
+        )
+        .map_err(|e| DbError::sql(op, e))?;
+        let new_id = tx.last_insert_rowid();
+        insert_items(&tx, new_id, &spec.items)?;
+        tx.commit().map_err(|e| DbError::sql(op, e))?;
+        Ok((new_id, true))
+    }
+
     /// Adds a vertical rule.
     pub fn add_vrule(&self, v: &Vrule) -> Result<Vrule, DbError> {
         let conn = self.conn.lock();

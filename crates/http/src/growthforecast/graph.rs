@@ -13,7 +13,7 @@ use sumi_query::{Evaluator, RequestContext, TimeRange};
 use sumi_render::graph::{DrawType, GraphError, GraphOptions, GraphSeries};
 
 use super::db::{Graph, Vrule};
-use super::view::{target, Cf, Gmode, GraphParams, Period, SeededSource};
+use super::view::{data_step, target, Cf, Gmode, GraphParams, Period, SeededSource};
 use super::GfError;
 use crate::{image, AppState};
 
@@ -65,20 +65,40 @@ pub fn evaluate(
         .iter()
         .filter(|i| i.graph.derive)
         .map(|i| i.graph.series.clone());
-    let source = SeededSource::new(&state.source, counters);
+    // a cluster node reads its graphs' series from every partition's replicas (a
+    // partial read is counted in /metrics; GrowthForecast's answers have no header)
+    let cluster = state
+        .fanout
+        .as_deref()
+        .map(|f| crate::fanout::ClusterSource::new(f, crate::source::QueryLimits::UNLIMITED, None));
+    let inner: &dyn sumi_query::source::SeriesSource = match &cluster {
+        Some(c) => c,
+        None => &state.source,
+    };
+    let source = SeededSource::new(inner, counters);
     let evaluator = Evaluator::new(&source, &state.functions);
+    let now = period.until.max(crate::unix_now());
     let ctx = RequestContext::new(
         TimeRange {
             from: period.from,
             until: period.until,
-            now: period.until.max(crate::unix_now()),
+            now,
         },
         tz,
     );
-    let targets: Vec<String> = items
+    let targets = items
         .iter()
-        .map(|i| target(&i.graph, i.gmode, period, cf))
-        .collect();
+        .map(|i| {
+            // the subtract view depends on the step of the archive the range is read from
+            let step = match i.gmode {
+                Gmode::Subtract => data_step(&state.source, &i.graph.series, period, now)
+                    .map_err(|e| GfError::Query(e.to_string()))?
+                    .unwrap_or(period.base),
+                Gmode::Gauge => period.base,
+            };
+            Ok(target(&i.graph, i.gmode, period, cf, step))
+        })
+        .collect::<Result<Vec<String>, GfError>>()?;
     let mut out = Vec::with_capacity(items.len() + 1);
     for (item, t) in items.iter().zip(&targets) {
         let series = evaluator
@@ -105,6 +125,9 @@ pub fn evaluate(
             key: "total".into(),
             series,
         });
+    }
+    if let Some(c) = &cluster {
+        c.finish();
     }
     Ok(out)
 }

@@ -10,6 +10,16 @@
 //! | gauge, count, modified | `summarize(keepLastValue(S), R, avg)`: the number holds until the next post |
 //! | derive | `summarize(scaleToSeconds(derivative(keepLastValue(interpolate(S))), 1), R, avg)`: the counter's rate, spread over the time between posts as RRD's DERIVE does |
 //! | subtract | `summarize(summarize(derivative(keepLastValue(S)), B, sum), R, avg)`: the change per B (5 min, or 1 min for `s` ranges), averaged over R |
+//! | subtract of a range read from an archive coarser than B | `summarize(scaleToSeconds(derivative(keepLastValue(S)), B), R, avg)`: the change per archive step, scaled to B seconds, averaged over R |
+//!
+//! The two subtract targets agree where both apply: averaged over `R`, the sums of
+//! the changes in each B and the changes per step scaled to B are both the change
+//! over `R` times `B / R`. But summing per B needs a value in every B (a coarse
+//! archive has one per step, so each sum would be a whole step's change, `step / B`
+//! times too much), and averaging the scaled changes needs every step known (a B or
+//! `R` holding the first step of a range or of a graph would count its known changes
+//! as if they spanned all of it), so the view picks by the archive's step
+//! ([`data_step`]).
 //!
 //! `R` is the resolution GrowthForecast's title promises for the range (`Day (5min
 //! avg)`: 5 minutes; week: 30 minutes; month: 2 hours; year: a day). Then
@@ -249,8 +259,10 @@ fn arg(x: f64) -> String {
     }
 }
 
-/// The target of one graph's view over `p`.
-pub fn target(g: &Graph, gmode: Gmode, p: &Period, cf: Cf) -> String {
+/// The target of one graph's view over `p`. `step` is the step of the archive the
+/// graph's series is read from over `p` ([`data_step`]); it matters to the subtract
+/// view only.
+pub fn target(g: &Graph, gmode: Gmode, p: &Period, cf: Cf, step: i64) -> String {
     let s = &g.series;
     let agg = match cf {
         Cf::Average => "'avg'",
@@ -267,10 +279,16 @@ pub fn target(g: &Graph, gmode: Gmode, p: &Period, cf: Cf) -> String {
             (format!("summarize({raw},{res},{agg})"), g.llimit, g.ulimit)
         }
         Gmode::Subtract => {
-            let diff = format!(
-                "summarize(derivative(keepLastValue({s})),{},'sum')",
-                interval(p.base)
-            );
+            let diff = if step > p.base {
+                // one value per step, coarser than B: its change is the change over
+                // the step, of which B's share is what GrowthForecast's RRA averaged
+                format!("scaleToSeconds(derivative(keepLastValue({s})),{})", p.base)
+            } else {
+                format!(
+                    "summarize(derivative(keepLastValue({s})),{},'sum')",
+                    interval(p.base)
+                )
+            };
             let body = if p.resolution == p.base {
                 diff
             } else {
@@ -288,6 +306,21 @@ pub fn target(g: &Graph, gmode: Gmode, p: &Period, cf: Cf) -> String {
         Some(f) => format!("scale({limited},{})", arg(f)),
         None => limited,
     }
+}
+
+/// The step of the archive `series` is read from over `p` (whisper picks it by the
+/// age of `p.from`), or `None` when the source has nothing for it. Asks for at most
+/// two days from `p.from`: the archive is the same, and the coarsest step
+/// GrowthForecast kept (a day) still has a slot in it.
+pub fn data_step(
+    source: &dyn SeriesSource,
+    series: &str,
+    p: &Period,
+    now: i64,
+) -> Result<Option<i64>, SourceError> {
+    let until = p.until.min(p.from + 2 * DAY);
+    let got = source.fetch(&[series.to_string()], p.from, until, now)?;
+    Ok(got.first().map(|f| f.step))
 }
 
 /// The factor `adjust`/`adjustval` multiply by, unless it is 1 (or unusable).
@@ -604,20 +637,88 @@ mod tests {
         let p = Period::parse(Some("w"), None, None, 1_700_000_000, Tz::UTC).unwrap();
         let mut g = graph(1, "s", "t", "g");
         assert_eq!(
-            target(&g, Gmode::Gauge, &p, Cf::Average),
+            target(&g, Gmode::Gauge, &p, Cf::Average, 60),
             "removeBelowValue(removeAboveValue(summarize(keepLastValue(s.t.g),'1800s','avg'),1000000000000000.0),-1000000000.0)"
         );
         g.adjust = "/".into();
         g.adjustval = "8".into();
         assert_eq!(
-            target(&g, Gmode::Subtract, &p, Cf::Max),
+            target(&g, Gmode::Subtract, &p, Cf::Max, 60),
             "scale(removeBelowValue(removeAboveValue(summarize(summarize(derivative(keepLastValue(s.t.g)),'300s','sum'),'1800s','max'),100000.0),-100000.0),0.125)"
+        );
+        // read from a 30-minute archive (a graph imported from GrowthForecast)
+        assert_eq!(
+            target(&g, Gmode::Subtract, &p, Cf::Max, 1800),
+            "scale(removeBelowValue(removeAboveValue(summarize(scaleToSeconds(derivative(keepLastValue(s.t.g)),300),'1800s','max'),100000.0),-100000.0),0.125)"
         );
         g.derive = true;
         g.adjustval = "1".into();
-        assert!(target(&g, Gmode::Gauge, &p, Cf::Average).contains(
+        assert!(target(&g, Gmode::Gauge, &p, Cf::Average, 60).contains(
             "summarize(scaleToSeconds(derivative(keepLastValue(interpolate(s.t.g))),1),'1800s','avg')"
         ));
+    }
+
+    #[test]
+    fn subtract_of_a_coarse_archive_is_the_change_per_base() {
+        // a count graph's number, every minute for ten hours, rising by 1 to 7 a
+        // minute in the same pattern each hour (D an hour); once as stored (1-minute
+        // archive), once as an hourly archive holds it (the mean of each hour)
+        let now = 1_700_006_400; // a multiple of 2 hours
+        let h0 = now - 12 * HOUR;
+        let per_minute = |m: i64| (1 + m % 60 % 7) as f64;
+        let hour_total: f64 = (0..60).map(per_minute).sum();
+        let mut v = 0.0;
+        let fine: Vec<Option<f64>> = (0..600)
+            .map(|m| {
+                v += per_minute(m);
+                Some(v)
+            })
+            .collect();
+        let coarse: Vec<Option<f64>> = fine
+            .chunks(60)
+            .map(|h| Some(h.iter().flatten().sum::<f64>() / 60.0))
+            .collect();
+        let mut mem = MemorySource::new();
+        mem.add("a.fine.g", 60, 40 * DAY, h0, &fine);
+        mem.add("a.coarse.g", HOUR, 40 * DAY, h0, &coarse);
+        let p = Period::parse(Some("m"), None, None, now, Tz::UTC).unwrap();
+        let registry = sumi_query::Registry::standard();
+        let evaluator = sumi_query::Evaluator::new(&mem, &registry);
+        let ctx = sumi_query::RequestContext::new(
+            sumi_query::TimeRange {
+                from: p.from,
+                until: p.until,
+                now,
+            },
+            Tz::UTC,
+        );
+        let mut views = Vec::new();
+        for name in ["fine", "coarse"] {
+            let g = graph(1, "a", name, "g");
+            let step = data_step(&mem, &g.series, &p, now).unwrap().unwrap();
+            assert_eq!(step, if name == "fine" { 60 } else { HOUR });
+            let t = target(&g, Gmode::Subtract, &p, Cf::Average, step);
+            let got = evaluator.evaluate_targets(&ctx, &[t]).unwrap();
+            assert_eq!(got[0].step, 7200);
+            views.push(got.into_iter().next().unwrap());
+        }
+        // each 2 hours after the first hour, up to the last: the mean change per 5
+        // minutes is D / 12, from either archive (summing the coarse one's changes per
+        // 5 minutes would make it D, a whole hour's)
+        let mut checked = 0;
+        for s in (h0 + 2 * HOUR..now - 2 * HOUR).step_by(7200) {
+            for view in &views {
+                let i = ((s - view.start) / view.step) as usize;
+                let got = view.values[i].unwrap();
+                assert!(
+                    (got - hour_total / 12.0).abs() < 1e-9,
+                    "{} at {s}: {got}",
+                    view.name
+                );
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 4);
     }
 
     #[test]
