@@ -64,6 +64,7 @@ while True:
         break
 ')
 
+formats=()
 for ((i = 1; i <= brokers; i++)); do
   port=${ports[$((2 * i - 2))]} cport=${ports[$((2 * i - 1))]}
   b="$dir/kafka$i"
@@ -94,9 +95,11 @@ broker.session.timeout.ms=2000
 broker.heartbeat.interval.ms=500
 log.segment.bytes=67108864
 PROPS
+  # the brokers' storage is formatted in parallel (a JVM each, seconds on a busy machine)
   java -cp "$libs/*" -Dlog4j2.configurationFile="$dir/log4j2.properties" \
     kafka.tools.StorageTool format -t "$cluster_id" -c "$b/server.properties" \
-    >"$b/format.log" 2>&1 || die "formatting broker $i failed: $(tail -n 5 "$b/format.log")"
+    >"$b/format.log" 2>&1 &
+  formats+=($!)
   cat >"$b/run.sh" <<RUN
 #!/usr/bin/env bash
 exec java ${KAFKA_HEAP:--Xms256m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \\
@@ -104,6 +107,11 @@ exec java ${KAFKA_HEAP:--Xms256m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 
   -cp "$libs/*" kafka.Kafka "$b/server.properties"
 RUN
   chmod +x "$b/run.sh"
+done
+
+for ((i = 1; i <= brokers; i++)); do
+  wait "${formats[$((i - 1))]}" ||
+    die "formatting broker $i failed: $(tail -n 5 "$dir/kafka$i/format.log")"
 done
 
 {

@@ -1,12 +1,12 @@
 //! A detector's state as bytes, to survive restarts.
 //!
 //! ```text
-//! magic "SUMIANO" | version u8 (2)
+//! magic "SUMIANO" | version u8 (3)
 //! window u32 | context u32 | table_bits u32          sizes: must match the Config
 //! last_ts i64 | has_last_ts u8 | seen u64 | ignored u64 | step f64
 //! ring_len u32 | head u32 | ring_len × f64
 //! bins_len u32 | bins_len × i8
-//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64 | 6 × peak f64
+//! table (1 << table_bits) × u8 | inserts u64 | since_alarm u64 | 7 × peak f64
 //! novel_fast f64 | novel_slow f64 | usual_step f64
 //! first_ts i64 | season u64 | profile_len u32 | profile_len × f64   season: must match
 //! profile_len × u8 (points learnt per profile bin)
@@ -18,15 +18,15 @@
 //!
 //! Every accepted input saves back to exactly itself (the fuzz target checks this).
 //! Version 1 (before the seasonal view: 5 peaks, no seasonal part, a 4,096-cell table
-//! by default) is refused with [`DecodeError::Version`]: its table size no longer
-//! matches the default either, so the server relearns such a series (or replays its
+//! by default) and version 2 (before the local view: 6 peaks) are refused with
+//! [`DecodeError::Version`], so the server relearns such a series (or replays its
 //! stored history) rather than restoring half a state.
 
 use crate::config::Config;
 use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 
 /// Why saved state could not be restored.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -308,7 +308,7 @@ mod tests {
         for i in 0..700 {
             det.update(i * 300, (i % 17) as f64);
         }
-        for version in [1u8, 3, 9] {
+        for version in [1u8, 2, 9] {
             let mut b = det.save();
             b[7] = version;
             let n = b.len() - 4;
@@ -316,7 +316,7 @@ mod tests {
             b[n..].copy_from_slice(&crc.to_le_bytes());
             let err = Detector::restore(Config::default(), &b).unwrap_err();
             assert_eq!(err, DecodeError::Version(version));
-            assert!(err.to_string().contains("reads version 2 only"), "{err}");
+            assert!(err.to_string().contains("reads version 3 only"), "{err}");
         }
     }
 

@@ -69,6 +69,13 @@ pub struct Config {
     /// Recent mean residual from the seasonal profile, in usual absolute residuals, at
     /// which the seasonal view scores 0.5.
     pub season_half: f64,
+    /// Points in the short window of the local spike view (0 turns it off): the
+    /// distance of the value from the median of the last `local` points, in their own
+    /// robust spreads, so a spike is seen even while the long window still holds an
+    /// earlier regime (a level shift that has not yet left it).
+    pub local: usize,
+    /// Robust z-score against the short window at which the local view scores 0.5.
+    pub local_half: f64,
 }
 
 impl Default for Config {
@@ -100,6 +107,8 @@ impl Default for Config {
             bins_per_season: 48,
             season_rate: 0.02,
             season_half: 3.0,
+            local: 64,
+            local_half: 20.0,
         }
     }
 }
@@ -149,6 +158,8 @@ impl Config {
             "bins_per_season" => self.bins_per_season = num(key, value)?,
             "season_rate" => self.season_rate = num(key, value)?,
             "season_half" => self.season_half = num(key, value)?,
+            "local" => self.local = num(key, value)?,
+            "local_half" => self.local_half = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -166,6 +177,9 @@ impl Config {
         if self.spread_window < 2 || self.spread_window > self.window {
             return bad("spread_window must be 2..=window");
         }
+        if self.local == 1 || self.local > self.window {
+            return bad("local must be 0 (off) or 2..=window");
+        }
         if !(1..=16).contains(&self.context) {
             return bad("context must be 1..=16");
         }
@@ -182,6 +196,7 @@ impl Config {
             ("gap_half", self.gap_half),
             ("pattern_half", self.pattern_half),
             ("season_half", self.season_half),
+            ("local_half", self.local_half),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("anomaly settings: {name} must be > 0"));

@@ -13,7 +13,10 @@
 //!   (broken seasonality, a new shape at a usual level);
 //! - **gap**: time since the previous point against the usual step;
 //! - **season**: the recent residuals from a time-of-day profile (phase bins of
-//!   `Config::season`), against the usual residual (broken rhythm at a usual level).
+//!   `Config::season`), against the usual residual (broken rhythm at a usual level);
+//! - **local**: distance of the value from the median of the last `Config::local`
+//!   points, in their robust spreads (a spike while the long window still holds an
+//!   earlier regime); reported as part of the point view.
 //!
 //! Each view's surprise is divided by that view's own decaying peak of past surprises,
 //! the largest ratio gives the score, and an alarm damps the scores that follow.
@@ -28,7 +31,7 @@
 use crate::config::Config;
 
 /// Number of views, and of peaks kept in the state.
-pub(crate) const VIEWS: usize = 6;
+pub(crate) const VIEWS: usize = 7;
 
 /// The per-view scores of the last accepted point, for explanations ("reason").
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -83,7 +86,7 @@ pub(crate) struct State {
     /// Accepted points since the last alarm (saturating).
     pub(crate) since_alarm: u64,
     /// Decaying maxima of past surprises, per view (point, level, spread, pattern,
-    /// gap) or all in the first (see `Config::peak_decay`).
+    /// gap, season, local) or all in the first (see `Config::peak_decay`).
     pub(crate) peak: [f64; VIEWS],
     /// Rates of novel contexts: recent (about 8 points) and long-run (about 1000).
     pub(crate) novel_fast: f64,
@@ -119,6 +122,9 @@ pub struct Detector {
     /// ring so the median and the median absolute deviation cost O(log n) per point.
     /// Not saved: rebuilt from the ring on restore.
     sorted: Vec<f64>,
+    /// The last `Config::local` values in ascending order, for the local view; not
+    /// saved: rebuilt from the ring on restore.
+    local_sorted: Vec<f64>,
 }
 
 impl Detector {
@@ -157,7 +163,13 @@ impl Detector {
         let mut sorted = Vec::with_capacity(cfg.window);
         sorted.extend_from_slice(&st.ring);
         sorted.sort_unstable_by(f64::total_cmp);
+        let n = st.ring.len();
+        let mut local_sorted: Vec<f64> = (0..cfg.local.min(n))
+            .map(|k| st.ring[(st.head + n - 1 - k) % n])
+            .collect();
+        local_sorted.sort_unstable_by(f64::total_cmp);
         Detector {
+            local_sorted,
             sorted,
             cfg,
             st,
@@ -191,6 +203,7 @@ impl Detector {
             + self.cfg.context
             + self.st.table.len()
             + self.sorted.capacity() * 8
+            + self.local_sorted.capacity() * 8
             + self.cfg.season_bins() * 9
     }
 
@@ -354,10 +367,11 @@ impl Detector {
         };
 
         let (z_season, _) = self.season_z(ts, x, eps);
+        let z_local = self.local_z(x, spread, eps);
         let cfg = &self.cfg;
 
         self.views = Views {
-            point,
+            point: point.max(half(z_local, 1.0)),
             level,
             spread: spread_score,
             pattern,
@@ -374,6 +388,7 @@ impl Detector {
                 _ => 0.0,
             },
             z_season,
+            z_local,
         ];
         let raw = if cfg.peak_decay > 0.0 {
             let mut r: f64 = 0.0;
@@ -401,7 +416,8 @@ impl Detector {
             }
             1.0 - (-r * r * std::f64::consts::LN_2).exp()
         } else {
-            point
+            self.views
+                .point
                 .max(level)
                 .max(spread_score)
                 .max(pattern)
@@ -414,6 +430,24 @@ impl Detector {
             raw
         };
         out.clamp(0.0, 1.0)
+    }
+
+    /// Local surprise of `x`: its distance from the median of the last `local` values in
+    /// their robust spreads (floored at a tenth of the long window's spread, so a short
+    /// run of equal values does not make every later move a spike).
+    fn local_z(&self, x: f64, spread: f64, eps: f64) -> f64 {
+        let v = &self.local_sorted;
+        if self.cfg.local == 0 || v.len() < self.cfg.local / 2 {
+            return 0.0;
+        }
+        let mid = v.len() / 2;
+        let med = v[mid];
+        let mut sp = 1.4826 * kth_abs_dev(v, mid, mid);
+        if sp <= 0.0 {
+            sp = 1.2533 * v.iter().map(|y| (y - med).abs()).sum::<f64>() / v.len() as f64;
+        }
+        let sp = sp.max(0.1 * spread).max(eps);
+        (x - med).abs() / sp / self.cfg.local_half
     }
 
     fn quantise(&self, x: f64, med: f64, spread: f64) -> i8 {
@@ -481,6 +515,20 @@ impl Detector {
                 } else {
                     256.0
                 };
+        }
+        if self.cfg.local > 0 {
+            if self.local_sorted.len() >= self.cfg.local {
+                let old = self.back(self.cfg.local - 1);
+                let at = self
+                    .local_sorted
+                    .binary_search_by(|p| p.total_cmp(&old))
+                    .expect("local value in its sorted copy");
+                self.local_sorted.remove(at);
+            }
+            let at = self
+                .local_sorted
+                .partition_point(|p| p.total_cmp(&x).is_lt());
+            self.local_sorted.insert(at, x);
         }
         if self.st.ring.len() == self.cfg.window {
             let old = self.st.ring[self.st.head];
