@@ -24,6 +24,7 @@ pub mod plaintext;
 pub mod relay;
 pub mod remote_write;
 pub mod rrd;
+pub mod series_log;
 pub mod tagged;
 pub mod target;
 pub mod wal;
@@ -46,6 +47,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("glob", glob::glob),
     ("tagged_name", tagged::tagged_name),
     ("wal_segment", wal::wal_segment),
+    ("series_log", series_log::series_log),
     ("whisper_file", whisper::whisper_file),
     ("rrd_file", rrd::rrd_file),
     ("relay_queue", relay::relay_queue),
@@ -70,6 +72,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("codec_decode", codec::decode_seeds),
     ("codec_roundtrip", codec::roundtrip_seeds),
     ("wal_segment", wal::seeds),
+    ("series_log", series_log::seeds),
     ("whisper_file", whisper::seeds),
     ("rrd_file", rrd::seeds),
     ("relay_queue", relay::queue_seeds),

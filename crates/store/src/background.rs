@@ -17,6 +17,8 @@ use crate::{FsyncPolicy, StoreError};
 /// appends, deletes and `close` use to wake them.
 pub(crate) struct Workers {
     stop: Mutex<bool>,
+    /// When the stop flag was set.
+    stopped_at: Mutex<Option<Instant>>,
     wake: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -25,6 +27,7 @@ impl Workers {
     pub(crate) fn new() -> Workers {
         Workers {
             stop: Mutex::new(false),
+            stopped_at: Mutex::new(None),
             wake: Condvar::new(),
             threads: Mutex::new(Vec::new()),
         }
@@ -46,7 +49,7 @@ impl Workers {
         *stop
     }
 
-    fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         *self.stop.lock()
     }
 
@@ -57,8 +60,14 @@ impl Workers {
         Ok(())
     }
 
+    /// When the stop flag was set, if it was.
+    pub(crate) fn stopped_at(&self) -> Option<Instant> {
+        *self.stopped_at.lock()
+    }
+
     /// Sets the stop flag, wakes the threads and waits for them to end.
     pub(crate) fn stop(&self) {
+        self.stopped_at.lock().get_or_insert_with(Instant::now);
         *self.stop.lock() = true;
         self.wake.notify_all();
         for t in self.threads.lock().drain(..) {

@@ -87,6 +87,11 @@ pub mod verify;
 mod version;
 pub mod wal;
 
+/// `series.log`'s series records as bytes, for the fuzz target (`docs/format/series-log.md`).
+pub mod series_log {
+    pub use crate::series::log::{decode_series, encode_series};
+}
+
 #[cfg(test)]
 mod testutil;
 

@@ -143,6 +143,14 @@ pub struct StoreOptions {
     /// [`crate::StoreError::NewSeriesRate`] after creating what the budget allows, so
     /// the sender retries and nothing is dropped. Default 0, unlimited.
     pub max_new_series_per_minute: u64,
+    /// At close, merge each partition's parts into one for at most this long, counted
+    /// from the stop: a background merge under way finishes when the measured merge
+    /// rate says it ends within it (else it is abandoned at once), then the close
+    /// merges what is left after the last flush, starting only merges that the rate
+    /// measured so far says end in time (one still running at the end is abandoned and
+    /// its inputs stay). A stopped store then holds each series once per partition.
+    /// Zero: no merge, and a stop abandons a background merge at once.
+    pub close_merge: Duration,
 }
 
 impl StoreOptions {
@@ -167,6 +175,7 @@ impl StoreOptions {
             wal_repair: false,
             max_series: 0,
             max_new_series_per_minute: 0,
+            close_merge: Duration::from_secs(8),
         }
     }
 
@@ -180,6 +189,7 @@ impl StoreOptions {
             wal_segment_bytes: 1 << 20,
             background: false,
             min_free_bytes: 0,
+            close_merge: Duration::ZERO,
             ..StoreOptions::new(data_dir)
         }
     }

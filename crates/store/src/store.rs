@@ -339,8 +339,34 @@ impl Store {
             .inner
             .flush_all(true)
             .and_then(|_| self.inner.wal.sync());
+        if r.is_ok() && !self.inner.opts.close_merge.is_zero() {
+            self.merge_at_close();
+        }
         *done = Some(r.as_ref().map(|_| ()).map_err(|e| e.to_string()));
         r
+    }
+}
+
+impl Store {
+    /// The close's merge (see [`StoreOptions::close_merge`](crate::StoreOptions)):
+    /// everything is in parts and the WAL already, so a failed merge costs only disk
+    /// space and the close still succeeds. The budget counts from the stop, which may
+    /// have let a background merge finish first.
+    fn merge_at_close(&self) {
+        let t = self
+            .inner
+            .workers
+            .stopped_at()
+            .unwrap_or_else(std::time::Instant::now);
+        match self.inner.merge_at_close(t + self.inner.opts.close_merge) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                merges = n,
+                secs = t.elapsed().as_secs_f64(),
+                "merged parts at close"
+            ),
+            Err(e) => tracing::warn!(error = %e, "merging parts at close failed"),
+        }
     }
 }
 

@@ -278,7 +278,7 @@ fn check_series_log(
     repair: bool,
     rep: &mut CheckReport,
 ) -> Result<Catalog, StoreError> {
-    use crate::series::log::{MAGIC as LOG_MAGIC, VERSION as LOG_VERSION};
+    use crate::series::log::{MAGIC as LOG_MAGIC, OLDEST_VERSION, VERSION as LOG_VERSION};
     let path = data_dir.join("series.log");
     let mut cat = Catalog::default();
     let data = match fs::read(&path) {
@@ -296,7 +296,7 @@ fn check_series_log(
         );
         return Ok(cat);
     }
-    if &data[..8] != LOG_MAGIC || le32(&data, 8) != LOG_VERSION {
+    if &data[..8] != LOG_MAGIC || !(OLDEST_VERSION..=LOG_VERSION).contains(&le32(&data, 8)) {
         rep.damage(&path, Some(0), "bad magic or version".into(), None);
         return Ok(cat);
     }
@@ -365,6 +365,19 @@ fn catalog_record(p: &[u8], cat: &mut Catalog) -> Result<(), String> {
                 return Err(format!("series {id} names unknown class {class}"));
             }
             cat.series_class.push(class);
+            Ok(())
+        }
+        Some(&crate::series::log::TYPE_SERIES_BATCH) => {
+            let mut names = Vec::new();
+            for e in crate::series::log::decode_batch(&p[1..], &mut names)? {
+                if e.id as usize != cat.series_class.len() {
+                    return Err(format!("series id {} out of order", e.id));
+                }
+                if usize::from(e.class) >= cat.class_levels.len() {
+                    return Err(format!("series {} names unknown class {}", e.id, e.class));
+                }
+                cat.series_class.push(e.class);
+            }
             Ok(())
         }
         Some(t) => Err(format!("record type {t} malformed or unknown")),
@@ -714,7 +727,14 @@ fn check_part(
         let b = scan
             .block(e)
             .map_err(|d| StoreError::corrupt("part", path, e.offset, d))?;
-        w.add_block(e.series, e.count, e.first_slot, e.last_slot, b)?;
+        w.add_block(
+            e.series,
+            e.count,
+            e.first_slot,
+            e.last_slot,
+            b,
+            part.rel_slots,
+        )?;
     }
     let new_path = if w.is_empty() {
         None

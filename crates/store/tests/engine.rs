@@ -561,3 +561,58 @@ fn the_new_series_budget_throttles_with_a_retry_hint() {
         .is_none_or(|f| f.values.iter().all(Option::is_none)));
     assert_eq!(metric(&store, "sumi_points_stored_total"), 0.0);
 }
+
+#[test]
+fn close_merges_each_partition_into_one_part() {
+    let dir = TempDir::new("close-merge");
+    let clock = ManualClock::new(NOW);
+    let mut opts = options(dir.path(), rules("10s:1d", ""));
+    opts.close_merge = std::time::Duration::from_secs(30);
+    let names: Vec<String> = (0..300)
+        .map(|i| format!("h{}.m{}", i / 10, i % 10))
+        .collect();
+    let store = open(&opts, &clock);
+    // three flushes over the same series and partition, with an overwrite and a gap
+    for round in 0..3i64 {
+        let pts: Vec<(&str, i64, f64)> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| round != 1 || i % 7 != 0)
+            .map(|(i, n)| {
+                (
+                    n.as_str(),
+                    NOW - 600 + round * 10,
+                    (i as i64 * 3 + round) as f64,
+                )
+            })
+            .collect();
+        append(&store, &pts);
+        store.run_maintenance().unwrap();
+    }
+    append(&store, &[("h0.m0", NOW - 600, -1.0)]); // the last write of a slot wins
+    let before: Vec<_> = names
+        .iter()
+        .map(|p| fetch_bits(&store, p, NOW - 3600, NOW, NOW))
+        .collect();
+    assert!(metric(&store, "sumi_parts{level=\"0\"}") >= 3.0);
+    store.close().unwrap();
+    drop(store);
+    let parts = std::fs::read_dir(dir.path().join("parts"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "part"))
+        })
+        .count();
+    assert_eq!(parts, 1, "one partition, one part after close");
+    let store = open(&opts, &clock);
+    assert_eq!(metric(&store, "sumi_parts{level=\"0\"}"), 1.0);
+    let after: Vec<_> = names
+        .iter()
+        .map(|p| fetch_bits(&store, p, NOW - 3600, NOW, NOW))
+        .collect();
+    assert_eq!(before, after);
+    let (_, _, v) = vals(&store, "h0.m0", NOW - 610, NOW - 600, NOW);
+    assert_eq!(v, vec![Some(-1.0)]);
+    store.close().unwrap();
+}

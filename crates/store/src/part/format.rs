@@ -4,7 +4,10 @@
 //! little-endian.
 
 pub(crate) const MAGIC: &[u8; 8] = b"SUMIPART";
-pub(crate) const VERSION: u32 = 2;
+/// Version 3 stores a block's slots relative to its entry's first slot (version 2:
+/// absolute), which saves 3 bytes a block; both are read.
+pub(crate) const VERSION: u32 = 3;
+pub(crate) const OLDEST_VERSION: u32 = 2;
 pub(crate) const HEADER_LEN: usize = 64;
 pub(crate) const FOOTER_LEN: usize = 32;
 pub(crate) const FOOTER_MAGIC: &[u8; 4] = b"SEND";
@@ -73,8 +76,10 @@ impl Header {
             return Err("header crc mismatch".into());
         }
         let version = u32_at(8);
-        if version != VERSION {
-            return Err(format!("version {version}, expected {VERSION}"));
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
+            return Err(format!(
+                "version {version}, this build reads {OLDEST_VERSION} to {VERSION}"
+            ));
         }
         let kind = Kind::from_u8(b[12]).ok_or_else(|| format!("unknown kind {}", b[12]))?;
         Ok(Header {
@@ -87,6 +92,12 @@ impl Header {
             file_id: i64_at(40) as u64,
         })
     }
+}
+
+/// The version field of a header that [`Header::decode`] accepted.
+pub(crate) fn version_of(b: &[u8]) -> u32 {
+    b.get(8..12)
+        .map_or(0, |v| u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
 }
 
 /// One index entry, decoded: where a series' block is and what it covers.

@@ -34,6 +34,8 @@ pub(crate) struct Part {
     file: File,
     path: PathBuf,
     pub(crate) bytes: u64,
+    /// Blocks hold slots relative to their entry's first slot (version 3).
+    pub(crate) rel_slots: bool,
 }
 
 impl std::fmt::Debug for Part {
@@ -64,6 +66,7 @@ impl Part {
         // (SIGBUS), which is the accepted risk of every mmap-based engine.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("mmap", path, e))?;
         let header = Header::decode(&map).map_err(|d| corrupt(0, d))?;
+        let rel_slots = format::version_of(&map) >= 3;
         let foot_at = map.len() - FOOTER_LEN;
         let footer = Footer::decode(&map[foot_at..]).map_err(|d| corrupt(foot_at as u64, d))?;
         let chunks = (footer.series_count as usize).div_ceil(CHUNK);
@@ -145,6 +148,7 @@ impl Part {
             file,
             path: path.to_path_buf(),
             bytes: len,
+            rel_slots,
         })
     }
 
@@ -234,7 +238,7 @@ impl Part {
         values: &mut Vec<f64>,
     ) -> Result<(), String> {
         let b = self.block(e)?;
-        decode_checked(b, e, slots, values)
+        decode_checked(b, e, self.rel_slots, slots, values)
     }
 
     /// The index entries in series order, read with `pread` (so that scanning a big
@@ -260,21 +264,33 @@ impl Part {
     }
 }
 
-/// Decodes a block and checks its point count against the index.
+/// Decodes a block and checks its point count against the index; with `rel` (version
+/// 3) the slots are stored relative to the entry's first slot, and the first and last
+/// decoded slots must be the entry's.
 fn decode_checked(
     b: &[u8],
     e: &Entry,
+    rel: bool,
     slots: &mut Vec<i64>,
     values: &mut Vec<f64>,
 ) -> Result<(), String> {
     let (s0, v0) = (slots.len(), values.len());
     let r = block::decode(b, slots, values).map_err(|err| format!("series {}: {err}", e.series));
-    if r.is_err() || slots.len() - s0 != e.count as usize || values.len() - v0 != e.count as usize {
+    let mut bad =
+        r.is_err() || slots.len() - s0 != e.count as usize || values.len() - v0 != e.count as usize;
+    if !bad && rel {
+        // the writer subtracted with wrapping, so adding back is exact for any slots
+        for s in &mut slots[s0..] {
+            *s = s.wrapping_add(e.first_slot);
+        }
+        bad |= slots.get(s0) != Some(&e.first_slot) || slots.last() != Some(&e.last_slot);
+    }
+    if bad {
         slots.truncate(s0);
         values.truncate(v0);
         return Err(r.err().unwrap_or_else(|| {
             format!(
-                "series {}: block holds the wrong number of points",
+                "series {}: block disagrees with its index entry (points or slots)",
                 e.series
             )
         }));
@@ -468,8 +484,9 @@ impl Scan<'_> {
         slots: &mut Vec<i64>,
         values: &mut Vec<f64>,
     ) -> Result<(), String> {
+        let rel = self.part.rel_slots;
         let b = self.block(e)?;
-        decode_checked(b, e, slots, values)
+        decode_checked(b, e, rel, slots, values)
     }
 }
 #[cfg(test)]
@@ -498,6 +515,96 @@ mod tests {
             w.add(s * 3, &slots, &values).unwrap();
         }
         w.finish().unwrap()
+    }
+
+    /// A part as version 2 wrote it: blocks with absolute slots.
+    fn write_v2(dir: &Path, h: Header, series: &[(u32, Vec<i64>, Vec<f64>)]) -> PathBuf {
+        let mut f = h.encode().to_vec();
+        f[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let crc = crc32c::crc32c(&f[..60]);
+        f[60..64].copy_from_slice(&crc.to_le_bytes());
+        let mut ib = index::IndexBuilder::new(h.partition);
+        let mut points = 0;
+        for (id, slots, values) in series {
+            let mut b = Vec::new();
+            block::encode(h.step, slots, values, &mut b);
+            ib.push(&Entry {
+                series: *id,
+                count: slots.len() as u32,
+                offset: f.len() as u64,
+                len: b.len() as u32,
+                crc: crc32c::crc32c(&b),
+                first_slot: slots[0],
+                last_slot: *slots.last().unwrap(),
+            });
+            points += slots.len() as u64;
+            f.extend_from_slice(&b);
+        }
+        let index_offset = f.len() as u64;
+        let idx = ib.finish();
+        let footer = Footer {
+            index_offset,
+            points,
+            series_count: series.len() as u32,
+            index_crc: crc32c::crc32c(&idx),
+        };
+        f.extend_from_slice(&idx);
+        f.extend_from_slice(&footer.encode());
+        let path = writer::part_path(dir, h.file_id);
+        std::fs::write(&path, &f).unwrap();
+        path
+    }
+
+    #[test]
+    fn version_2_parts_are_read_and_rewritten_as_version_3() {
+        let dir = TempDir::new("part-v2");
+        let h = Header {
+            partition: 1_700_000_000 - 1_700_000_000 % 3600,
+            ..header(7)
+        };
+        let series: Vec<(u32, Vec<i64>, Vec<f64>)> = (0..200u32)
+            .map(|s| {
+                let slots: Vec<i64> = (0..(s % 7 + 1))
+                    .map(|i| h.partition + i64::from(i * (s % 3 + 1)) * 10)
+                    .collect();
+                let values = slots.iter().map(|&x| (x % 977) as f64 * 0.5).collect();
+                (s * 2 + 1, slots, values)
+            })
+            .collect();
+        let old = Part::open(&write_v2(dir.path(), h, &series)).unwrap();
+        assert!(!old.rel_slots);
+        let mut w = PartWriter::create(dir.path(), Header { file_id: 8, ..h }).unwrap();
+        let mut scan = old.scan();
+        let (mut s, mut v) = (Vec::new(), Vec::new());
+        for (e, (id, slots, values)) in old.entries().iter().zip(&series) {
+            s.clear();
+            v.clear();
+            old.read(e, &mut s, &mut v).unwrap();
+            assert_eq!(
+                (&s, &v),
+                (slots, values),
+                "series {id} as version 2 wrote it"
+            );
+            let b = scan.block(e).unwrap();
+            w.add_block(
+                e.series,
+                e.count,
+                e.first_slot,
+                e.last_slot,
+                b,
+                old.rel_slots,
+            )
+            .unwrap();
+        }
+        let new = Part::open(&w.finish().unwrap()).unwrap();
+        assert!(new.rel_slots);
+        assert!(new.bytes < old.bytes, "{} vs {}", new.bytes, old.bytes);
+        for (e, (_, slots, values)) in new.entries().iter().zip(&series) {
+            s.clear();
+            v.clear();
+            new.read(e, &mut s, &mut v).unwrap();
+            assert_eq!((&s, &v), (slots, values));
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub(crate) struct PartWriter {
     count: u32,
     last_series: Option<u32>,
     buf: Vec<u8>,
+    rel: Vec<i64>,
     finished: bool,
 }
 
@@ -54,6 +55,7 @@ impl PartWriter {
             count: 0,
             last_series: None,
             buf: Vec::new(),
+            rel: Vec::new(),
             finished: false,
         })
     }
@@ -78,13 +80,17 @@ impl PartWriter {
             "series out of order"
         );
         debug_assert!(slots.windows(2).all(|w| w[0] < w[1]), "slots out of order");
+        // version 3: slots relative to the first one (the index holds that one)
+        self.rel.clear();
+        self.rel.extend(slots.iter().map(|s| s.wrapping_sub(first)));
         self.buf.clear();
-        block::encode(self.header.step, slots, values, &mut self.buf);
+        block::encode(self.header.step, &self.rel, values, &mut self.buf);
         self.add_encoded(series, slots.len() as u32, first, last, None)
     }
 
-    /// Adds a block already encoded in `self.buf`-compatible form (used by [`add`] and
-    /// by compaction when a block passes through unchanged).
+    /// Adds a block read from another part (compaction passing a block through,
+    /// `sumi check --repair` copying the good ones): copied as it is when it holds
+    /// relative slots (`rel`, a version-3 part), else decoded and encoded again.
     pub(crate) fn add_block(
         &mut self,
         series: u32,
@@ -92,8 +98,17 @@ impl PartWriter {
         first: i64,
         last: i64,
         block: &[u8],
+        rel: bool,
     ) -> Result<(), StoreError> {
-        self.add_encoded(series, count, first, last, Some(block))
+        if rel {
+            return self.add_encoded(series, count, first, last, Some(block));
+        }
+        // a version-2 block (absolute slots): once per block, while old parts last
+        let (mut slots, mut values) = (Vec::new(), Vec::new());
+        block::decode(block, &mut slots, &mut values).map_err(|e| {
+            StoreError::corrupt("part block", &self.tmp, self.offset, e.to_string())
+        })?;
+        self.add(series, &slots, &values)
     }
 
     fn add_encoded(
