@@ -13,109 +13,19 @@
 //! module or libcairo2 fails here with the command that fixes it. Set
 //! `SUMI_GRAPHITE_DIFF_KEEP=1` to keep the run's data and logs for a look afterwards.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::thread;
+#[path = "common/bounded.rs"]
+mod bounded;
+
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
+
+use bounded::{harness_dir, run_bounded};
 
 /// First-time setup installs a dozen packages with pip; later runs take a second.
 const SETUP_LIMIT: Duration = Duration::from_secs(600);
 /// The comparison itself takes a minute or two; run.py has its own deadline below this.
 const RUN_LIMIT: Duration = Duration::from_secs(1200);
-
-fn harness_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/graphite-diff")
-}
-
-struct Outcome {
-    success: bool,
-    status: String,
-    stdout: String,
-    stderr: String,
-}
-
-impl Outcome {
-    fn transcript(&self) -> String {
-        format!(
-            "exit: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status, self.stdout, self.stderr
-        )
-    }
-}
-
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            // a read error only shortens the transcript
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
-}
-
-/// Asks the child to stop (SIGTERM, so that run.py stops the servers it started), then
-/// kills it if it is still there after a grace period.
-fn stop(child_pid: u32, done: &mpsc::Receiver<()>) {
-    let pid = libc::pid_t::try_from(child_pid).unwrap_or(libc::pid_t::MAX);
-    // SAFETY: kill(2) with a pid we spawned and have not reaped yet (the waiting
-    // thread signals `done` only after wait() returned).
-    unsafe {
-        libc::kill(pid, libc::SIGTERM);
-    }
-    if done.recv_timeout(Duration::from_secs(30)).is_err() {
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-        }
-    }
-}
-
-/// Runs a command to completion, or stops it after `limit`; never hangs.
-fn run_bounded(mut command: Command, limit: Duration) -> Outcome {
-    let shown = format!("{command:?}");
-    let mut child: Child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {shown}: {e} (is python3 installed? apt-get install python3 python3-venv)"));
-    let out = drain(child.stdout.take());
-    let err = drain(child.stderr.take());
-    let pid = child.id();
-    let (done_tx, done_rx) = mpsc::channel();
-    let waiter = thread::spawn(move || {
-        let status = child.wait();
-        let _ = done_tx.send(());
-        status
-    });
-    let timed_out = match done_rx.recv_timeout(limit) {
-        Ok(()) => false,
-        Err(_) => {
-            stop(pid, &done_rx);
-            true
-        }
-    };
-    let status = waiter.join().expect("waiter thread panicked");
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
-    let (success, status) = match status {
-        _ if timed_out => (
-            false,
-            format!("stopped after {}s: {shown}", limit.as_secs()),
-        ),
-        Ok(s) => (s.success(), format!("{s} ({shown})")),
-        Err(e) => (false, format!("wait failed: {e} ({shown})")),
-    };
-    Outcome {
-        success,
-        status,
-        stdout,
-        stderr,
-    }
-}
 
 #[test]
 fn sumi_answers_like_graphite_web_and_whisper() {
