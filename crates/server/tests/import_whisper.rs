@@ -244,7 +244,15 @@ fn import_answers_like_graphite_web() {
         state.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert_eq!(summary_number(&text, "points:", 1), points, "{text}");
+    // every point read is written; the oldest slots may have aged out of their archive's
+    // retention since the offline import (whisper drops them when reading): a few slots
+    // of each file, well under 5 % of the points
+    let read = summary_number(&text, "points:", 0);
+    assert_eq!(summary_number(&text, "points:", 1), read, "{text}");
+    assert!(
+        read <= points && read * 20 >= points * 19,
+        "read {read} points over HTTP, {points} offline:\n{text}"
+    );
     compare_all(&sumi, &r, "import over HTTP");
     sumi.stop();
 
