@@ -328,25 +328,7 @@ fn run_inner(cmd: ImportCommand) -> Result<job::Summary> {
     if files.is_empty() {
         bail!("no .{ext} file under {}", root.display());
     }
-    let state = flags
-        .state
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("sumi-import-{kind}.state")));
-    if flags.restart {
-        match std::fs::remove_file(&state) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", state.display())),
-        }
-    }
-    let opts = JobOptions {
-        threads: flags
-            .threads
-            .unwrap_or(JobOptions::default().threads)
-            .max(1),
-        state: Some(state),
-        ..JobOptions::default()
-    };
+    let opts = job_options(&flags, kind)?;
     let job_name = format!("{kind} {}", absolute(&root).display());
     let now = unix_now();
     let read = |path: &Path, rel: &Path| -> std::result::Result<Vec<SeriesData>, String> {
@@ -394,6 +376,30 @@ fn run_inner(cmd: ImportCommand) -> Result<job::Summary> {
 
 /// The token a `--token-file` holds for a client: its first line that is neither empty
 /// nor a `#` comment, trimmed (the format of the server's token files).
+/// The import job's options from the command's flags: its worker threads and its state
+/// file (`sumi-import-<kind>.state` unless named), removed first with `--restart`.
+pub(crate) fn job_options(flags: &ImportFlags, kind: &str) -> Result<JobOptions> {
+    let state = flags
+        .state
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("sumi-import-{kind}.state")));
+    if flags.restart {
+        match std::fs::remove_file(&state) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", state.display())),
+        }
+    }
+    Ok(JobOptions {
+        threads: flags
+            .threads
+            .unwrap_or(JobOptions::default().threads)
+            .max(1),
+        state: Some(state),
+        ..JobOptions::default()
+    })
+}
+
 pub(crate) fn token_from_file(path: Option<&Path>) -> Result<Option<String>> {
     let Some(p) = path else {
         return Ok(None);

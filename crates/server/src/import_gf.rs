@@ -26,12 +26,12 @@ use sumi_http::growthforecast::db::{ComplexItem, ComplexSpec, Vrule};
 use sumi_http::growthforecast::names::series_name;
 use sumi_http::growthforecast::{Db, Graph};
 use sumi_import::growthforecast::{self as gf, GfComplex, GfGraph, GfVrule};
-use sumi_import::job::{self, JobOptions, Skip};
+use sumi_import::job::{self, Skip};
 use sumi_model::SystemClock;
 use sumi_server::config::{Config, ServeFlags};
 use sumi_store::Store;
 
-use crate::import::{absolute, token_from_file, HttpTarget, ImportFlags, StoreTarget};
+use crate::import::{absolute, job_options, token_from_file, HttpTarget, ImportFlags, StoreTarget};
 
 /// What the metadata pass did.
 #[derive(Debug, Default)]
@@ -501,25 +501,7 @@ pub(crate) fn run(
         })
         .collect();
 
-    let state = flags
-        .state
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("sumi-import-growthforecast.state"));
-    if flags.restart {
-        match std::fs::remove_file(&state) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", state.display())),
-        }
-    }
-    let opts = JobOptions {
-        threads: flags
-            .threads
-            .unwrap_or(JobOptions::default().threads)
-            .max(1),
-        state: Some(state),
-        ..JobOptions::default()
-    };
+    let opts = job_options(flags, "growthforecast")?;
 
     let (target, store, meta): Targets = match &flags.url {
         Some(url) => {
