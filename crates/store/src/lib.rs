@@ -83,6 +83,7 @@ mod rollup;
 mod series;
 mod store;
 mod tagged;
+pub mod transfer;
 pub mod verify;
 mod version;
 pub mod wal;
