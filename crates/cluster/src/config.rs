@@ -59,6 +59,13 @@ pub struct ClusterConfig {
     /// How long a read waits for one peer before asking another replica (ms).
     #[serde(default = "default_read_timeout_ms")]
     pub read_timeout_ms: u32,
+    /// Storage role: an owned partition this node has no consumed offset for (a node
+    /// added, or a partition moved here) is first copied from a peer that stores it
+    /// (its series as they are, with the log offset they cover), then consumed from
+    /// that offset; until it has caught up with the log, this node does not count as
+    /// its replica. Off: such a partition is consumed from the log's beginning.
+    #[serde(default)]
+    pub copy_from_peers: bool,
 }
 
 /// A storage node as the others see it (`[[cluster.peers]]`).
@@ -158,6 +165,11 @@ impl ClusterConfig {
                     ));
                 }
             }
+        }
+        if self.copy_from_peers && self.peers.is_empty() {
+            return Err(
+                "cluster.copy_from_peers needs [[cluster.peers]]: the nodes to copy from".into(),
+            );
         }
         match self.role {
             Role::Storage if self.owned_partitions.is_empty() => {

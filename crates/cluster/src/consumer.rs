@@ -305,8 +305,9 @@ impl Run {
     }
 }
 
-/// The offsets file: one line a partition, `TOPIC PARTITION NEXT_OFFSET`.
-fn read_offsets(path: &Path, topic: &str) -> Result<BTreeMap<u32, i64>> {
+/// The offsets file (`<data_dir>/cluster/offsets`): one line a partition, `TOPIC
+/// PARTITION NEXT_OFFSET`; empty when there is none.
+pub fn read_offsets(path: &Path, topic: &str) -> Result<BTreeMap<u32, i64>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -337,7 +338,8 @@ fn read_offsets(path: &Path, topic: &str) -> Result<BTreeMap<u32, i64>> {
     Ok(out)
 }
 
-fn write_offsets(path: &Path, topic: &str, offsets: &BTreeMap<u32, i64>) -> std::io::Result<()> {
+/// Writes the offsets file: temporary file, fsync, rename, directory fsync.
+pub fn write_offsets(path: &Path, topic: &str, offsets: &BTreeMap<u32, i64>) -> std::io::Result<()> {
     let mut text = String::new();
     for (p, o) in offsets {
         text.push_str(&format!("{topic} {p} {o}\n"));

@@ -24,12 +24,17 @@
 //!
 //! | path | body | answer |
 //! | --- | --- | --- |
-//! | `find` | `{"query": glob}` | `[[path, is_leaf], ...]` |
+//! | `find` | `{"query": glob, "partitions"}` | `[[path, is_leaf], ...]` |
 //! | `fetch` | `{"paths": [...], "from", "until", "now"}` | [`encode_fetched`] (binary) |
 //! | `tagged` | `{"exprs": [...], "partitions": [...]}` | names matching, in those partitions |
-//! | `tags` | `{"filter", "limit"}` | tag names (`/tags`) |
+//! | `tags` | `{"filter", "limit", "partitions"}` | tag names (`/tags`) |
 //! | `tag_values` | `{"tag", "filter", "partitions"}` | `{value: count}` or `null` |
 //! | `autocomplete` | `{"exprs", "tag", "prefix", "limit"}` | tags or values |
+//! | `partition_dump` | `{"partition"}` | a partition's series ([`crate::handoff`]) |
+//!
+//! A node asked for partitions it does not serve (not owned, or still joining: see
+//! [`crate::handoff`]) answers `421`; the asker then asks the next replica of them
+//! without taking the node for down. `partitions` is optional (an older asker).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +53,7 @@ use sumi_model::glob::PathPattern;
 use sumi_query::source::{FetchedRef, FetchedSeries, FindNode, SeriesSource, SourceError};
 use sumi_store::{Store, TagExpr, TagOp, TagQueryError};
 
+use crate::handoff::{self, refuse_unless_served, PartitionStates};
 use crate::source::{QueryLimits, StoreSource};
 use crate::AppState;
 
@@ -152,6 +158,8 @@ enum PeerError {
     Client(String),
     /// Down, slow or broken: ask another replica.
     Down(String),
+    /// Not a replica of what it was asked (421): ask another, it is not down.
+    Elsewhere(String),
 }
 
 /// A cluster answer with the partitions no replica answered for (empty: complete).
@@ -182,6 +190,8 @@ pub struct Fanout {
     failed_at: Mutex<HashMap<usize, Instant>>,
     store: Arc<Store>,
     pub stats: Arc<FanoutStats>,
+    /// This node's partitions that are still joining (not counted as a replica).
+    states: Arc<PartitionStates>,
 }
 
 impl Fanout {
@@ -207,7 +217,25 @@ impl Fanout {
             failed_at: Mutex::new(HashMap::new()),
             store,
             stats: Arc::new(FanoutStats::default()),
+            states: Arc::new(PartitionStates::default()),
         }
+    }
+
+    /// This node's joining partitions and its consumer's progress.
+    pub fn states(&self) -> &Arc<PartitionStates> {
+        &self.states
+    }
+
+    /// Whether this node counts as a replica of `p`: it owns it (in the configuration)
+    /// and it is not joining.
+    pub fn serves(&self, p: u32) -> bool {
+        self.owns(p) && !self.states.is_joining(p)
+    }
+
+    fn owns(&self, p: u32) -> bool {
+        self.replicas
+            .get(p as usize)
+            .is_some_and(|r| r.iter().any(|&i| self.opts.peers[i].node_id == self.opts.node_id))
     }
 
     /// The partition of a series name.
@@ -296,6 +324,14 @@ impl Fanout {
                         }
                     }
                     Err(PeerError::Client(msg)) => return Err(SourceError::Invalid(msg)),
+                    Err(PeerError::Elsewhere(msg)) => {
+                        let Some(i) = who else {
+                            return Err(SourceError::Storage(msg));
+                        };
+                        let peer = &self.opts.peers[i];
+                        tracing::debug!(node = peer.node_id, error = %msg, "cluster read: peer is not a replica of these partitions; asking another");
+                        failed.insert(i);
+                    }
                     Err(PeerError::Down(msg)) => {
                         let Some(i) = who else {
                             return Err(SourceError::Storage(msg));
@@ -312,16 +348,15 @@ impl Fanout {
         Ok(Gathered { parts, missing })
     }
 
-    /// The replica to ask for partition `p`: this node when it owns `p`, then peers
-    /// that have not failed lately, then the others; never one in `failed`.
+    /// The replica to ask for partition `p`: this node when it serves `p`, then peers
+    /// that have not failed lately, then the others; never one in `failed`, never
+    /// this node while `p` is joining here.
     fn choose(&self, p: u32, failed: &BTreeSet<usize>) -> Option<Option<usize>> {
         let reps = self.replicas.get(p as usize)?;
-        let own = reps
-            .iter()
-            .any(|&i| self.opts.peers[i].node_id == self.opts.node_id);
-        if own {
+        if self.serves(p) {
             return Some(None);
         }
+        let me = self.opts.node_id;
         let now = Instant::now();
         let recent = self.failed_at.lock();
         let is_down = |i: &usize| {
@@ -329,7 +364,10 @@ impl Fanout {
                 .get(i)
                 .is_some_and(|t| now.duration_since(*t) < DOWN_FOR)
         };
-        let live = || reps.iter().filter(|i| !failed.contains(i));
+        let live = || {
+            reps.iter()
+                .filter(|i| !failed.contains(i) && self.opts.peers[**i].node_id != me)
+        };
         live()
             .find(|i| !is_down(i))
             .or_else(|| live().next())
@@ -360,6 +398,10 @@ impl Fanout {
                     .map_err(|e| PeerError::Down(format!("{url}: reading the answer: {e}")))?;
                 Ok(out)
             }
+            Err(ureq::Error::Status(421, resp)) => Err(PeerError::Elsewhere(format!(
+                "{url}: {}",
+                resp.into_string().unwrap_or_default()
+            ))),
             Err(ureq::Error::Status(code, resp))
                 if (400..500).contains(&code) && code != 401 && code != 403 && code != 429 =>
             {
@@ -400,13 +442,18 @@ impl Fanout {
         wanted: BTreeSet<u32>,
         auth: Option<&str>,
     ) -> Answer<Vec<FindNode>> {
-        let req = FindReq {
-            query: pattern.to_string(),
-        };
-        let g = self.gather(wanted, &|t, _| match t {
+        let g = self.gather(wanted, &|t, ps| match t {
             Target::Local => Ok(local_find(&self.store, pattern)),
             Target::Remote(peer) => self
-                .post_json::<Vec<(String, bool)>>(peer, "find", &req, auth)
+                .post_json::<Vec<(String, bool)>>(
+                    peer,
+                    "find",
+                    &FindReq {
+                        query: pattern.to_string(),
+                        partitions: Some(ps.to_vec()),
+                    },
+                    auth,
+                )
                 .map(|v| {
                     v.into_iter()
                         .map(|(path, is_leaf)| FindNode { path, is_leaf })
@@ -504,13 +551,16 @@ impl Fanout {
         limit: Option<usize>,
         auth: Option<&str>,
     ) -> Answer<Vec<String>> {
-        let req = TagsReq {
-            filter: filter.map(str::to_string),
-            limit,
-        };
-        let g = self.gather(self.all_partitions(), &|t, _| match t {
-            Target::Local => local_tags(&self.store, &req).map_err(client),
-            Target::Remote(peer) => self.post_json::<Vec<String>>(peer, "tags", &req, auth),
+        let g = self.gather(self.all_partitions(), &|t, ps| {
+            let req = TagsReq {
+                filter: filter.map(str::to_string),
+                limit,
+                partitions: Some(ps.to_vec()),
+            };
+            match t {
+                Target::Local => local_tags(&self.store, &req).map_err(client),
+                Target::Remote(peer) => self.post_json::<Vec<String>>(peer, "tags", &req, auth),
+            }
         })?;
         let all: BTreeSet<String> = g.parts.into_iter().flatten().collect();
         let mut out: Vec<String> = all.into_iter().collect();
@@ -706,6 +756,9 @@ impl SeriesSource for ClusterSource<'_> {
 #[derive(Serialize, Deserialize)]
 struct FindReq {
     query: String,
+    /// The partitions the asker wants answered (this node must serve them).
+    #[serde(default)]
+    partitions: Option<Vec<u32>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -729,6 +782,8 @@ struct TagsReq {
     filter: Option<String>,
     #[serde(default)]
     limit: Option<usize>,
+    #[serde(default)]
+    partitions: Option<Vec<u32>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -841,6 +896,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/internal/v0/tags", post(serve_tags))
         .route("/internal/v0/tag_values", post(serve_tag_values))
         .route("/internal/v0/autocomplete", post(serve_autocomplete))
+        .route("/internal/v0/partition_dump", post(handoff::serve_dump))
 }
 
 fn bad(msg: impl std::fmt::Display) -> Response {
@@ -882,6 +938,9 @@ fn placement_of(state: &AppState) -> Option<&Fanout> {
 
 async fn serve_find(State(state): State<Arc<AppState>>, _: HeaderMap, body: Bytes) -> Response {
     internal(state, body, |st, req: FindReq| {
+        if let Err(r) = refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default()) {
+            return *r;
+        }
         if let Err(e) = PathPattern::check(&req.query) {
             return bad(e);
         }
@@ -896,6 +955,12 @@ async fn serve_find(State(state): State<Arc<AppState>>, _: HeaderMap, body: Byte
 
 async fn serve_fetch(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     internal(state, body, |st, req: FetchReq| {
+        if let Some(f) = placement_of(st) {
+            let ps: BTreeSet<u32> = req.paths.iter().map(|p| f.partition_of(p)).collect();
+            if let Err(r) = refuse_unless_served(st, &ps.into_iter().collect::<Vec<_>>()) {
+                return *r;
+            }
+        }
         let source = StoreSource::with_limits(st.store.clone(), st.limits);
         match source.fetch(&req.paths, req.from, req.until, req.now) {
             Ok(series) => (
@@ -912,6 +977,9 @@ async fn serve_fetch(State(state): State<Arc<AppState>>, body: Bytes) -> Respons
 
 async fn serve_tagged(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     internal(state, body, |st, req: TaggedReq| {
+        if let Err(r) = refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default()) {
+            return *r;
+        }
         let exprs = match parse_exprs(&req.exprs) {
             Ok(e) => e,
             Err(e) => return tag_error(e),
@@ -931,6 +999,9 @@ async fn serve_tagged(State(state): State<Arc<AppState>>, body: Bytes) -> Respon
 
 async fn serve_tags(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     internal(state, body, |st, req: TagsReq| {
+        if let Err(r) = refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default()) {
+            return *r;
+        }
         match local_tags(&st.store, &req) {
             Ok(t) => json_ok(&t),
             Err(e) => tag_error(e),
@@ -940,13 +1011,14 @@ async fn serve_tags(State(state): State<Arc<AppState>>, body: Bytes) -> Response
 }
 
 async fn serve_tag_values(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    internal(state, body, |st, req: TagValuesReq| match local_tag_values(
-        &st.store,
-        &req,
-        placement_of(st),
-    ) {
-        Ok(v) => json_ok(&v),
-        Err(e) => tag_error(e),
+    internal(state, body, |st, req: TagValuesReq| {
+        if let Err(r) = refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default()) {
+            return *r;
+        }
+        match local_tag_values(&st.store, &req, placement_of(st)) {
+            Ok(v) => json_ok(&v),
+            Err(e) => tag_error(e),
+        }
     })
     .await
 }

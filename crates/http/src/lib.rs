@@ -33,6 +33,7 @@ pub mod admin_api;
 pub mod anomaly_api;
 pub mod auth;
 pub mod fanout;
+pub mod handoff;
 pub mod functions_api;
 pub mod growthforecast;
 pub(crate) mod image;

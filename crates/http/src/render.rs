@@ -181,7 +181,7 @@ fn stream_json(
 }
 
 /// A response body fed by a channel.
-struct ChunkStream(mpsc::Receiver<Bytes>);
+pub(crate) struct ChunkStream(pub(crate) mpsc::Receiver<Bytes>);
 
 impl futures_core::Stream for ChunkStream {
     type Item = Result<Bytes, Infallible>;

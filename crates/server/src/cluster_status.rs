@@ -9,7 +9,12 @@
 //! node 1 127.0.0.1:8081 up partitions 0,2,3,5
 //! node 2 127.0.0.1:8082 down partitions 0,1,3,4
 //! partition 0 end 5120 node 1 offset 5120 lag 0 node 2 offset - lag - down
+//! partition 1 end 4410 node 2 offset 4410 lag 0 node 4 offset 3900 lag 510 catching-up
 //! ```
+//!
+//! An owner still joining (copying the partition from a peer, or catching up with the
+//! log from the copy's offset: `copying`, `catching-up`) is shown but not counted as a
+//! live replica.
 //!
 //! Exit status: 0 every node up and caught up to what it was asked; 1 a node down or a
 //! partition without a live owner; 2 the status could not be read (configuration,
@@ -58,6 +63,8 @@ struct NodeState {
     up: bool,
     /// Next offset to apply, per partition it consumes.
     offsets: BTreeMap<u32, i64>,
+    /// Partitions it owns but does not count as a replica of yet, with the phase.
+    joining: BTreeMap<u32, String>,
 }
 
 fn ask_node(http: &str, timeout: Duration) -> NodeState {
@@ -67,6 +74,7 @@ fn ask_node(http: &str, timeout: Duration) -> NodeState {
         .call()
         .is_ok_and(|r| r.status() == 200);
     let mut offsets = BTreeMap::new();
+    let mut joining = BTreeMap::new();
     if up {
         let text = agent
             .get(&format!("http://{http}/metrics"))
@@ -75,6 +83,20 @@ fn ask_node(http: &str, timeout: Duration) -> NodeState {
             .and_then(|r| r.into_string().ok());
         if let Some(text) = text {
             for line in text.lines() {
+                if let Some(rest) =
+                    line.strip_prefix("sumi_cluster_partition_joining{partition=\"")
+                {
+                    if let Some((p, rest)) = rest.split_once('"') {
+                        let phase = rest
+                            .strip_prefix(",phase=\"")
+                            .and_then(|r| r.split_once('"'))
+                            .map_or("joining", |(ph, _)| ph);
+                        if let Ok(p) = p.parse::<u32>() {
+                            joining.insert(p, phase.to_string());
+                        }
+                    }
+                    continue;
+                }
                 let Some(rest) = line.strip_prefix("sumi_cluster_consume_next_offset{partition=\"")
                 else {
                     continue;
@@ -88,7 +110,11 @@ fn ask_node(http: &str, timeout: Duration) -> NodeState {
             }
         }
     }
-    NodeState { up, offsets }
+    NodeState {
+        up,
+        offsets,
+        joining,
+    }
 }
 
 fn status(flags: &StatusFlags) -> Result<(String, bool)> {
@@ -121,6 +147,7 @@ fn status(flags: &StatusFlags) -> Result<(String, bool)> {
                 h.join().unwrap_or(NodeState {
                     up: false,
                     offsets: BTreeMap::new(),
+                    joining: BTreeMap::new(),
                 })
             })
             .collect()
@@ -153,7 +180,25 @@ fn status(flags: &StatusFlags) -> Result<(String, bool)> {
             if !peer.partitions.contains(&p) {
                 continue;
             }
+            let joining = st.joining.get(&p);
             match (st.up, st.offsets.get(&p)) {
+                (true, Some(&off)) if joining.is_some() => {
+                    let _ = write!(
+                        line,
+                        " node {} offset {off} lag {} {}",
+                        peer.node_id,
+                        (end - off).max(0),
+                        joining.map_or("joining", String::as_str)
+                    );
+                }
+                (true, None) if joining.is_some() => {
+                    let _ = write!(
+                        line,
+                        " node {} offset - lag - {}",
+                        peer.node_id,
+                        joining.map_or("joining", String::as_str)
+                    );
+                }
                 (true, Some(&off)) => {
                     live += 1;
                     let _ = write!(

@@ -126,6 +126,10 @@
 //! # /metrics/expand, /tags/*, GrowthForecast) answer for the whole cluster, asking one
 //! # live replica of each partition (how long for one peer before its replica: ms).
 //! # read_timeout_ms = 5000
+//! # Storage role: an owned partition without a consumed offset here (a node added, a
+//! # partition moved here) is copied from a peer storing it, then caught up from the log
+//! # from the offset the copy covers (docs/cluster.md, "Adding a node, moving a partition").
+//! # copy_from_peers = false
 //! # [[cluster.peers]]
 //! # node_id = 1
 //! # http = "10.0.0.1:8080"

@@ -16,6 +16,7 @@
 //! what `sumi serve` does with it (bind from the configuration, stop on SIGTERM or
 //! SIGINT). Tests bind port 0 themselves and run the real server in-process.
 
+mod cluster_join;
 pub mod cluster_status;
 pub mod config;
 

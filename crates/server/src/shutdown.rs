@@ -58,9 +58,19 @@ impl Running {
             let step = Instant::now();
             let sink = cluster.sink;
             let consumer = cluster.consumer;
+            let joiner = cluster.joiner;
+            cluster
+                .join_stop
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = tokio::task::spawn_blocking(move || {
                 sink.flush(Duration::from_secs(10));
-                if let Some(c) = consumer {
+                // a copy stops between series; what it loaded is copied again at the
+                // next start (its offset was not saved)
+                if let Some(j) = joiner {
+                    let _ = j.join();
+                }
+                let taken = consumer.lock().take();
+                if let Some(c) = taken {
                     c.stop();
                 }
             })

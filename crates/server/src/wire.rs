@@ -43,7 +43,13 @@ pub(crate) struct Running {
 /// and on a storage node the consumer of its owned partitions.
 pub(crate) struct ClusterNode {
     pub(crate) sink: Arc<KafkaSink>,
-    pub(crate) consumer: Option<StorageConsumer>,
+    /// Started here, or by the joining thread once its copies are done.
+    pub(crate) consumer: crate::cluster_join::ConsumerSlot,
+    /// Owned partitions to copy from a peer before consuming (`copy_from_peers`).
+    pub(crate) to_copy: Vec<u32>,
+    /// The thread copying them and waiting for their catch-up, and its stop switch.
+    pub(crate) joiner: Option<std::thread::JoinHandle<()>>,
+    pub(crate) join_stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// With `[cluster]`: makes sure the topic exists, creates the producer and, on a
@@ -71,23 +77,35 @@ pub(crate) async fn open_cluster(
         )
         .context("creating the kafka producer")?,
     );
+    let to_copy = match cc.role {
+        Role::Ingest => Vec::new(),
+        Role::Storage => crate::cluster_join::partitions_to_copy(&cc, &config.data_dir)?,
+    };
+    // a node that copies partitions first starts its consumer once they are copied
     let consumer = match cc.role {
-        Role::Ingest => None,
-        Role::Storage => Some(StorageConsumer::start(
+        Role::Storage if to_copy.is_empty() => Some(StorageConsumer::start(
             &cc,
             store.clone(),
             &config.data_dir,
         )?),
+        _ => None,
     };
     info!(
         role = ?cc.role,
         topic = %cc.topic,
         partitions = cc.partitions,
         owned = ?cc.owned_partitions,
+        to_copy = ?to_copy,
         secs = t0.elapsed().as_secs_f64(),
         "cluster node started"
     );
-    Ok(Some(ClusterNode { sink, consumer }))
+    Ok(Some(ClusterNode {
+        sink,
+        consumer: Arc::new(parking_lot::Mutex::new(consumer)),
+        to_copy,
+        joiner: None,
+        join_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    }))
 }
 
 /// With `[cluster]` peers: the fan-out that answers this node's reads for the whole
@@ -296,15 +314,22 @@ pub(crate) fn start(
         gf_series,
         config.http_options(),
     )?;
-    if let Some(c) = &cluster {
+    let mut cluster = cluster;
+    if let Some(c) = &mut cluster {
         let produce = c.sink.stats();
         state.extra_metrics.push(Arc::new(move |out: &mut String| {
             produce.write_prometheus(out)
         }));
-        if let Some(consumer) = &c.consumer {
-            let consume = consumer.stats();
+        let is_storage = config
+            .cluster
+            .as_ref()
+            .is_some_and(|cc| cc.role == Role::Storage);
+        if is_storage {
+            let slot = c.consumer.clone();
             state.extra_metrics.push(Arc::new(move |out: &mut String| {
-                consume.write_prometheus(out)
+                if let Some(consumer) = slot.lock().as_ref() {
+                    consumer.stats().write_prometheus(out)
+                }
             }));
         }
         if let Some(fanout) = fanout(config, &store) {
@@ -312,6 +337,42 @@ pub(crate) fn start(
             state.extra_metrics.push(Arc::new(move |out: &mut String| {
                 reads.write_prometheus(out)
             }));
+            let states = fanout.states().clone();
+            // the consumer's progress, for the partition dumps this node gives
+            let slot = c.consumer.clone();
+            states.set_offsets(Arc::new(move |p| {
+                let g = slot.lock();
+                let stats = g.as_ref()?.stats();
+                let pr = stats.partitions.get(&p)?;
+                Some(pr.next.load(std::sync::atomic::Ordering::Relaxed))
+            }));
+            if is_storage {
+                let shown = states.clone();
+                state.extra_metrics.push(Arc::new(move |out: &mut String| {
+                    shown.write_prometheus(out)
+                }));
+            }
+            if !c.to_copy.is_empty() {
+                // joining before the first request: never counted as a replica early
+                for &p in &c.to_copy {
+                    states.set_joining(p, sumi_http::handoff::Phase::Copying);
+                }
+                let join = crate::cluster_join::Join {
+                    cc: config.cluster.clone().context("cluster config")?,
+                    store: store.clone(),
+                    data_dir: config.data_dir.clone(),
+                    states,
+                    consumer: c.consumer.clone(),
+                    partitions: c.to_copy.clone(),
+                    stop: c.join_stop.clone(),
+                };
+                c.joiner = Some(
+                    std::thread::Builder::new()
+                        .name("sumi-join".into())
+                        .spawn(move || join.run())
+                        .context("starting the partition copy")?,
+                );
+            }
             state.fanout = Some(Arc::new(fanout));
         }
     }

@@ -1,0 +1,205 @@
+//! Moving partitions between storage nodes (`docs/cluster.md`, "Adding a node, moving
+//! a partition"): which of its partitions a node counts as a replica of, and the dump
+//! of one partition that a joining node copies.
+//!
+//! A storage node owns the partitions of its configuration. One it has no consumed
+//! offset for, on a node configured to copy from peers, is **joining**: first
+//! `copying` (the node loads a replica's dump), then `catching-up` (it consumes the log
+//! from the dump's offset up to the log end seen when the copy finished). While a
+//! partition is joining, the node does not count as its replica: its own reads of it
+//! go to a peer, and a peer that asks it for that partition is answered
+//! `421 Misdirected Request`, upon which the peer asks the next replica (without
+//! taking the node for down). A node asked for a partition it does not own answers
+//! the same, so a node whose configuration still lists the old owner of a moved
+//! partition is sent to another replica, never answered from a copy that no longer
+//! follows the log.
+//!
+//! `POST /internal/v0/partition_dump` `{"partition": P}` answers the dump of
+//! `sumi_store::transfer` (streamed): the node's consumed offset of P, read first, then
+//! the direct writes of every series of P. Every record before that offset is applied
+//! to the store before the series are read, so the dump holds at least the log up to
+//! the offset (and maybe records after it, which the joining node applies again from
+//! the log: re-applying a record changes nothing, see "Storage nodes: offsets and
+//! recovery").
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use parking_lot::RwLock;
+use serde::Deserialize;
+use sumi_store::transfer::{encode_dump_end, encode_dump_header, encode_dump_series};
+use tokio::sync::mpsc;
+
+use crate::AppState;
+
+/// Where a joining partition is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Loading a replica's dump.
+    Copying,
+    /// Consuming the log from the dump's offset up to `target`.
+    CatchingUp { target: i64 },
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Copying => "copying",
+            Phase::CatchingUp { .. } => "catching-up",
+        }
+    }
+}
+
+/// The next offset to apply of an owned partition (the consumer's progress).
+pub type OffsetOf = Arc<dyn Fn(u32) -> Option<i64> + Send + Sync>;
+
+/// This node's joining partitions, and its consumer's progress.
+#[derive(Default)]
+pub struct PartitionStates {
+    joining: RwLock<BTreeMap<u32, Phase>>,
+    offsets: RwLock<Option<OffsetOf>>,
+}
+
+impl PartitionStates {
+    pub fn set_joining(&self, partition: u32, phase: Phase) {
+        self.joining.write().insert(partition, phase);
+    }
+
+    /// The partition is counted as a replica from now on.
+    pub fn set_ready(&self, partition: u32) {
+        self.joining.write().remove(&partition);
+    }
+
+    pub fn is_joining(&self, partition: u32) -> bool {
+        self.joining.read().contains_key(&partition)
+    }
+
+    pub fn joining(&self) -> BTreeMap<u32, Phase> {
+        self.joining.read().clone()
+    }
+
+    /// Where the consumer's progress is read (set once it runs).
+    pub fn set_offsets(&self, f: OffsetOf) {
+        *self.offsets.write() = Some(f);
+    }
+
+    pub fn next_offset(&self, partition: u32) -> Option<i64> {
+        let f = self.offsets.read().clone()?;
+        f(partition)
+    }
+
+    /// `sumi_cluster_partition_joining{partition, phase}`, read by `sumi cluster status`.
+    pub fn write_prometheus(&self, out: &mut String) {
+        out.push_str("# HELP sumi_cluster_partition_joining Owned partitions this node does not count as a replica of yet (copying from a peer, or catching up with the log).\n# TYPE sumi_cluster_partition_joining gauge\n");
+        for (p, phase) in self.joining.read().iter() {
+            let target = match phase {
+                Phase::CatchingUp { target } => *target,
+                Phase::Copying => -1,
+            };
+            out.push_str(&format!(
+                "sumi_cluster_partition_joining{{partition=\"{p}\",phase=\"{}\",target=\"{target}\"}} 1\n",
+                phase.name()
+            ));
+        }
+    }
+}
+
+/// The status of a request for partitions this node does not serve.
+pub const MISDIRECTED: StatusCode = StatusCode::MISDIRECTED_REQUEST;
+
+/// `421` when this node is not a counted replica of every partition in `partitions`
+/// (only on a node with `[cluster]` peers: otherwise it has no placement to tell by).
+pub(crate) fn refuse_unless_served(
+    state: &AppState,
+    partitions: &[u32],
+) -> Result<(), Box<Response>> {
+    let Some(f) = state.fanout.as_deref() else {
+        return Ok(());
+    };
+    match partitions.iter().find(|&&p| !f.serves(p)) {
+        None => Ok(()),
+        Some(p) => Err(Box::new(
+            (
+                MISDIRECTED,
+                format!("this node does not serve partition {p} (not owned, or still joining)"),
+            )
+                .into_response(),
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+struct DumpReq {
+    partition: u32,
+}
+
+/// Bytes gathered before a chunk of the dump is sent.
+const CHUNK_BYTES: usize = 1 << 20;
+
+pub(crate) async fn serve_dump(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let req: DumpReq = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("bad dump request: {e}")).into_response(),
+    };
+    let Some(fanout) = state.fanout.clone() else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "not a cluster node with [[cluster.peers]]",
+        )
+            .into_response();
+    };
+    let p = req.partition;
+    if let Err(r) = refuse_unless_served(&state, &[p]) {
+        return *r;
+    }
+    // the offset first: every record before it is in the store when it is read
+    let Some(offset) = fanout.states().next_offset(p) else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("partition {p}: this node's consumer is not running"),
+        )
+            .into_response();
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let store = state.store.clone();
+    tokio::task::spawn_blocking(move || {
+        let t0 = std::time::Instant::now();
+        let names = store.series_names_where(|n| fanout.partition_of(n) == p);
+        let mut buf = Vec::with_capacity(CHUNK_BYTES + 4096);
+        encode_dump_header(p, offset, &mut buf);
+        let (mut series, mut points) = (0u64, 0u64);
+        for name in &names {
+            // a series deleted meanwhile is left out
+            let Some(s) = store.direct_writes(name) else {
+                continue;
+            };
+            series += 1;
+            points += s.points();
+            encode_dump_series(&s, &mut buf);
+            if buf.len() >= CHUNK_BYTES && tx.blocking_send(Bytes::from(std::mem::take(&mut buf))).is_err() {
+                tracing::warn!(partition = p, "partition dump: the receiver went away");
+                return;
+            }
+        }
+        encode_dump_end(series, &mut buf);
+        if tx.blocking_send(Bytes::from(buf)).is_ok() {
+            tracing::info!(
+                partition = p,
+                offset,
+                series,
+                points,
+                secs = t0.elapsed().as_secs_f64(),
+                "partition dump sent"
+            );
+        }
+    });
+    (
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        Body::from_stream(crate::render::ChunkStream(rx)),
+    )
+        .into_response()
+}

@@ -1,0 +1,246 @@
+//! A storage node taking over partitions it has no data for (`[cluster]
+//! copy_from_peers = true`; docs/cluster.md, "Adding a node, moving a partition").
+//!
+//! For each such partition, in a background thread while the node already answers
+//! HTTP (reads of these partitions go to their other replicas meanwhile):
+//!
+//! 1. **copying**: ask a peer storing the partition (configuration order, the next one
+//!    on failure, again every second until one answers) for its dump
+//!    (`/internal/v0/partition_dump`): the log offset it covers, then each series'
+//!    direct writes, loaded into the store as they are. Complete only at the dump's
+//!    end marker; then the WAL is synced and the offset written to the offsets file —
+//!    the same checkpoint the consumer writes, so a crash before this point copies the
+//!    partition again from the start (loading a series twice writes the same values),
+//!    and a crash after it resumes consuming from the offset;
+//! 2. **catching-up**: the consumer starts (all owned partitions, from the offsets
+//!    file) and the partition stays joining until its consumed offset reaches the log
+//!    end read when the copies were done;
+//! 3. then the node counts as its replica (for its own reads, its peers' and `sumi
+//!    cluster status`).
+//!
+//! The node's other partitions are consumed once the copies are done (the consumer
+//! takes all its partitions at once): they lag meanwhile, as after a restart.
+
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use parking_lot::Mutex;
+use sumi_cluster::consumer::{read_offsets, write_offsets};
+use sumi_cluster::{ClusterConfig, StorageConsumer};
+use sumi_http::handoff::{PartitionStates, Phase};
+use sumi_store::transfer::DumpReader;
+use sumi_store::{Store, StoreError};
+use tracing::{info, warn};
+
+/// The consumer, once it runs (it starts late on a node that copies partitions first).
+pub(crate) type ConsumerSlot = Arc<Mutex<Option<StorageConsumer>>>;
+
+/// The owned partitions to copy before consuming: those without a consumed offset,
+/// when the node copies from peers.
+pub(crate) fn partitions_to_copy(cc: &ClusterConfig, data_dir: &std::path::Path) -> Result<Vec<u32>> {
+    if !cc.copy_from_peers {
+        return Ok(Vec::new());
+    }
+    let saved = read_offsets(&data_dir.join("cluster").join("offsets"), &cc.topic)?;
+    Ok(cc
+        .owned_partitions
+        .iter()
+        .copied()
+        .filter(|p| !saved.contains_key(p))
+        .collect())
+}
+
+/// What the joining thread works with.
+pub(crate) struct Join {
+    pub(crate) cc: ClusterConfig,
+    pub(crate) store: Arc<Store>,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) states: Arc<PartitionStates>,
+    pub(crate) consumer: ConsumerSlot,
+    pub(crate) partitions: Vec<u32>,
+    pub(crate) stop: Arc<AtomicBool>,
+}
+
+impl Join {
+    /// Copies, starts the consumer, waits for the catch-up; returns when every
+    /// partition counts (or the node stops).
+    pub(crate) fn run(self) {
+        let t0 = Instant::now();
+        for &p in &self.partitions {
+            self.states.set_joining(p, Phase::Copying);
+        }
+        for &p in &self.partitions {
+            if !self.copy_until_done(p) {
+                return;
+            }
+        }
+        let consumer = loop {
+            match StorageConsumer::start(&self.cc, self.store.clone(), &self.data_dir) {
+                Ok(c) => break c,
+                Err(e) => warn!("starting the consumer after the copies: {e:#}"),
+            }
+            if self.pause(Duration::from_secs(1)) {
+                return;
+            }
+        };
+        let stats = consumer.stats();
+        *self.consumer.lock() = Some(consumer);
+        let ends = loop {
+            match sumi_cluster::log_end_offsets(&self.cc, Duration::from_secs(5)) {
+                Ok(e) => break e,
+                Err(e) => warn!("reading the log end to catch up to: {e:#}"),
+            }
+            if self.pause(Duration::from_secs(1)) {
+                return;
+            }
+        };
+        let mut left: BTreeMap<u32, i64> = BTreeMap::new();
+        for &p in &self.partitions {
+            let target = ends.get(p as usize).copied().unwrap_or(0);
+            self.states.set_joining(p, Phase::CatchingUp { target });
+            left.insert(p, target);
+        }
+        info!(targets = ?left, secs = t0.elapsed().as_secs_f64(), "partitions copied; catching up with the log");
+        while !left.is_empty() {
+            left.retain(|&p, &mut target| {
+                let next = stats
+                    .partitions
+                    .get(&p)
+                    .map_or(0, |pr| pr.next.load(Ordering::Relaxed));
+                if next >= target {
+                    self.states.set_ready(p);
+                    info!(
+                        partition = p,
+                        offset = next,
+                        secs = t0.elapsed().as_secs_f64(),
+                        "partition caught up: this node is now counted as its replica"
+                    );
+                    false
+                } else {
+                    true
+                }
+            });
+            if !left.is_empty() && self.pause(Duration::from_millis(100)) {
+                return;
+            }
+        }
+    }
+
+    /// Sleeps; true when the node is stopping.
+    fn pause(&self, d: Duration) -> bool {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            if self.stop.load(Ordering::Relaxed) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Copies partition `p` from the first peer that gives a whole dump; false when
+    /// the node stops first.
+    fn copy_until_done(&self, p: u32) -> bool {
+        let sources: Vec<&sumi_cluster::PeerConfig> = self
+            .cc
+            .peers
+            .iter()
+            .filter(|n| n.node_id != self.cc.node_id && n.partitions.contains(&p))
+            .collect();
+        if sources.is_empty() {
+            warn!(partition = p, "no peer stores this partition: it cannot be copied; consuming it from the log's beginning");
+            return true;
+        }
+        loop {
+            for peer in &sources {
+                if self.stop.load(Ordering::Relaxed) {
+                    return false;
+                }
+                match self.copy_from(p, &peer.http) {
+                    Ok(()) => return true,
+                    Err(e) => warn!(
+                        partition = p,
+                        node = peer.node_id,
+                        peer = %peer.http,
+                        "copying the partition failed; trying the next replica: {e:#}"
+                    ),
+                }
+            }
+            if self.pause(Duration::from_secs(1)) {
+                return false;
+            }
+        }
+    }
+
+    fn copy_from(&self, p: u32, http: &str) -> Result<()> {
+        let t0 = Instant::now();
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(Duration::from_secs(2))
+            .timeout_read(Duration::from_secs(60))
+            .build();
+        let resp = agent
+            .post(&format!("http://{http}/internal/v0/partition_dump"))
+            .set("Content-Type", "application/json")
+            .send_string(&format!("{{\"partition\":{p}}}"))
+            .map_err(|e| match e {
+                ureq::Error::Status(code, r) => anyhow::anyhow!(
+                    "status {code}: {}",
+                    r.into_string().unwrap_or_default()
+                ),
+                e => anyhow::anyhow!("{e}"),
+            })?;
+        let mut dump = DumpReader::new(BufReader::with_capacity(1 << 20, resp.into_reader()))?;
+        if dump.partition != p {
+            bail!("asked for partition {p}, got a dump of {}", dump.partition);
+        }
+        let (mut series, mut points) = (0u64, 0u64);
+        while let Some(s) = dump.next_series()? {
+            loop {
+                match self.store.load_direct(&s) {
+                    Ok(n) => {
+                        points += n;
+                        break;
+                    }
+                    Err(StoreError::Backpressure(_)) => {
+                        if self.pause(Duration::from_millis(50)) {
+                            bail!("stopping");
+                        }
+                    }
+                    Err(e) => return Err(e).with_context(|| format!("loading {:?}", s.name)),
+                }
+            }
+            series += 1;
+            if self.stop.load(Ordering::Relaxed) {
+                bail!("stopping");
+            }
+        }
+        self.save_offset(p, dump.offset)?;
+        info!(
+            partition = p,
+            peer = http,
+            offset = dump.offset,
+            series,
+            points,
+            secs = t0.elapsed().as_secs_f64(),
+            "partition copied from a replica"
+        );
+        Ok(())
+    }
+
+    /// After the WAL holds what was loaded: the partition's offset into the offsets
+    /// file.
+    fn save_offset(&self, p: u32, offset: i64) -> Result<()> {
+        self.store.sync_wal().context("syncing the WAL after a copy")?;
+        let path = self.data_dir.join("cluster").join("offsets");
+        std::fs::create_dir_all(self.data_dir.join("cluster"))?;
+        let mut saved = read_offsets(&path, &self.cc.topic)?;
+        saved.insert(p, offset);
+        write_offsets(&path, &self.cc.topic, &saved)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+}
