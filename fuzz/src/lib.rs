@@ -13,6 +13,7 @@ pub mod anomaly;
 pub mod attime;
 pub mod cluster;
 pub mod codec;
+pub mod dump;
 pub mod export_raw;
 pub mod fanout;
 pub mod gf_meta;
@@ -60,6 +61,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("anomaly_state_file", anomaly::anomaly_state_file),
     ("export_raw", export_raw::export_raw),
     ("gf_meta", gf_meta::gf_meta),
+    ("partition_dump", dump::partition_dump),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -79,6 +81,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("cluster_record", cluster::seeds),
     ("cluster_spill", cluster::spill_seeds),
     ("fanout_fetch", fanout::seeds),
+    ("partition_dump", dump::seeds),
     ("anomaly_state", anomaly::seeds),
     ("anomaly_state_file", anomaly::state_file_seeds),
 ];
