@@ -194,7 +194,12 @@ impl Join {
                 ),
                 e => anyhow::anyhow!("{e}"),
             })?;
-        let mut dump = DumpReader::new(BufReader::with_capacity(1 << 20, resp.into_reader()))?;
+        let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = Counted {
+            inner: resp.into_reader(),
+            bytes: bytes.clone(),
+        };
+        let mut dump = DumpReader::new(BufReader::with_capacity(1 << 20, counted))?;
         if dump.partition != p {
             bail!("asked for partition {p}, got a dump of {}", dump.partition);
         }
@@ -226,6 +231,7 @@ impl Join {
             offset = dump.offset,
             series,
             points,
+            bytes = bytes.load(Ordering::Relaxed),
             secs = t0.elapsed().as_secs_f64(),
             "partition copied from a replica"
         );
@@ -242,5 +248,19 @@ impl Join {
         saved.insert(p, offset);
         write_offsets(&path, &self.cc.topic, &saved)
             .with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// A reader that counts the bytes it gave.
+struct Counted<R> {
+    inner: R,
+    bytes: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
     }
 }

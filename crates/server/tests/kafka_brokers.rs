@@ -10,12 +10,14 @@
 //!
 //! Needs Java and Maven, as kafka_cluster.rs; missing, the test fails saying so.
 
-use std::collections::BTreeMap;
+#[path = "common/kafka.rs"]
+mod kafka;
+
 use std::io::Write;
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
+
+use kafka::{diff, metric, rendered, require_kafka, Cluster, Points};
 
 /// One-second slots, so that no point of the load may overwrite another.
 const SCHEMAS: &str = "[load]\npattern = ^load\\.\nretentions = 1s:2h\n\n[default]\npattern = .*\nretentions = 60s:1d\n";
@@ -25,172 +27,18 @@ const SERIES: usize = 60;
 const ROUNDS: i64 = 100;
 const KILLED: u32 = 2;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn script(name: &str) -> PathBuf {
-    repo().join("scripts").join(name)
-}
-
-fn require(cmd: &str, package: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {cmd}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "`{cmd}` not found: the Kafka broker test needs it (apt-get install {package}; .ci/run does)"
-    );
-}
-
-/// The cluster, stopped by scripts/cluster-down.sh however the test ends.
-struct Cluster {
-    dir: tempfile::TempDir,
-    env: BTreeMap<String, String>,
-}
-
-impl Cluster {
-    fn up() -> Cluster {
-        let dir = tempfile::Builder::new()
-            .prefix("sumi-kafka-brokers")
-            .tempdir()
-            .unwrap();
-        let schemas = dir.path().join("schemas.conf");
-        std::fs::write(&schemas, SCHEMAS).unwrap();
-        let mut c = Cluster {
-            dir,
-            env: BTreeMap::new(),
-        };
-        let out = Command::new(script("cluster-up.sh"))
-            .arg(c.dir.path())
-            .env("SUMI_BIN", env!("CARGO_BIN_EXE_sumi"))
-            .env("SUMI_KAFKA_BROKERS", "3")
-            .env("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string())
+fn up() -> Cluster {
+    Cluster::up(
+        "sumi-kafka-brokers",
+        Some(SCHEMAS),
+        &[
+            ("SUMI_KAFKA_BROKERS", "3".to_string()),
+            ("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string()),
             // the new leaders take a few seconds (measured: up to 4.9 s); an append
             // waits this long for them before it would go to the spill
-            .env("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "30000")
-            .env(
-                "SUMI_SERVE_ARGS",
-                format!("--no-selfmon --storage-schemas {}", schemas.display()),
-            )
-            .output()
-            .unwrap();
-        c.reload();
-        assert!(
-            out.status.success(),
-            "cluster-up.sh failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        c
-    }
-
-    fn reload(&mut self) {
-        let mut env = BTreeMap::new();
-        for f in ["cluster.env", "kafka.env"] {
-            let text = std::fs::read_to_string(self.dir.path().join(f)).unwrap_or_default();
-            env.extend(
-                text.lines()
-                    .filter_map(|l| l.split_once('='))
-                    .map(|(k, v)| (k.to_string(), v.to_string())),
-            );
-        }
-        self.env = env;
-    }
-
-    fn get(&self, key: &str) -> &str {
-        self.env
-            .get(key)
-            .unwrap_or_else(|| panic!("{key} not in cluster.env: {:?}", self.env))
-    }
-
-    fn broker(&mut self, cmd: &str, n: u32) {
-        let out = Command::new(script("kafka-node.sh"))
-            .arg(self.dir.path())
-            .arg(cmd)
-            .arg(n.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "kafka-node.sh {cmd} {n} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        self.reload();
-    }
-
-    fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(script("cluster-down.sh"))
-            .arg(self.dir.path())
-            .status();
-    }
-}
-
-fn http_get(addr: &str, path: &str) -> String {
-    ureq::get(&format!("http://{addr}{path}"))
-        .timeout(Duration::from_secs(10))
-        .call()
-        .unwrap_or_else(|e| panic!("GET {path} on {addr}: {e}"))
-        .into_string()
-        .unwrap()
-}
-
-fn metric(addr: &str, name: &str) -> f64 {
-    http_get(addr, "/metrics")
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
-type Points = BTreeMap<String, BTreeMap<i64, f64>>;
-
-/// Every non-null point of `load.*` a node stores itself (`local=1`), or, without
-/// `local`, that the node answers for the whole cluster: series → ts → value.
-fn rendered(addr: &str, from: i64, until: i64, local: bool) -> Points {
-    let body = http_get(
-        addr,
-        &format!(
-            "/render?target=load.*&from={from}&until={until}&format=json{}",
-            if local { "&local=1" } else { "" }
-        ),
-    );
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let mut out = BTreeMap::new();
-    for s in v.as_array().unwrap() {
-        let mut pts = BTreeMap::new();
-        for p in s["datapoints"].as_array().unwrap() {
-            if let Some(val) = p[0].as_f64() {
-                pts.insert(p[1].as_i64().unwrap(), val);
-            }
-        }
-        if !pts.is_empty() {
-            out.insert(s["target"].as_str().unwrap().to_string(), pts);
-        }
-    }
-    out
-}
-
-/// Points missing or wrong in `got` against `want`, and series in `got` not wanted.
-fn diff(want: &Points, got: &Points) -> (usize, usize) {
-    let missing = want
-        .iter()
-        .map(|(k, v)| {
-            let g = got.get(k);
-            v.iter()
-                .filter(|(ts, val)| g.and_then(|g| g.get(ts)) != Some(val))
-                .count()
-        })
-        .sum();
-    let extra = got.keys().filter(|k| !want.contains_key(*k)).count();
-    (missing, extra)
+            ("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "30000".to_string()),
+        ],
+    )
 }
 
 fn value(series: usize, round: i64, json: bool) -> f64 {
@@ -199,10 +47,9 @@ fn value(series: usize, round: i64, json: bool) -> f64 {
 
 #[test]
 fn nothing_acknowledged_is_lost_when_a_broker_is_killed_mid_load() {
-    require("java", "default-jre-headless");
-    require("mvn", "maven");
+    require_kafka();
     let t0 = Instant::now();
-    let mut cluster = Cluster::up();
+    let mut cluster = up();
     eprintln!(
         "cluster (3 brokers) up in {:.1}s",
         t0.elapsed().as_secs_f64()
@@ -285,7 +132,7 @@ fn nothing_acknowledged_is_lost_when_a_broker_is_killed_mid_load() {
     let leaders: Vec<u32> = (1..=3)
         .filter(|n| {
             cluster
-                .log(&format!("kafka{n}/kafka.log"))
+                .file(&format!("kafka{n}/kafka.log"))
                 .contains("Completed transition to Leader")
         })
         .collect();
@@ -319,7 +166,7 @@ fn nothing_acknowledged_is_lost_when_a_broker_is_killed_mid_load() {
             Instant::now() < deadline,
             "the ingest node had Kafka acknowledge {} of {total} points; its log:\n{}",
             metric(&ingest_http, "sumi_cluster_produce_points_total"),
-            cluster.log("node0/sumi.log")
+            cluster.file("node0/sumi.log")
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -373,7 +220,7 @@ fn nothing_acknowledged_is_lost_when_a_broker_is_killed_mid_load() {
                 panic!(
                     "node {n}: {missing} of {} points missing or wrong, {extra} series it does not own; its log:\n{}",
                     want.values().map(|v| v.len()).sum::<usize>(),
-                    cluster.log(&format!("node{n}/sumi.log"))
+                    cluster.file(&format!("node{n}/sumi.log"))
                 );
             }
             std::thread::sleep(Duration::from_millis(200));

@@ -10,12 +10,15 @@
 //! with Maven into target/kafka-libs once). Missing, the test fails saying so; it is
 //! never skipped.
 
+#[path = "common/kafka.rs"]
+mod kafka;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
+
+use kafka::{http_get, metric, require_kafka, Cluster};
 
 /// One-second slots, so that no point of the load may overwrite another.
 const SCHEMAS: &str = "[load]\npattern = ^load\\.\nretentions = 1s:2h\n\n[default]\npattern = .*\nretentions = 60s:1d\n";
@@ -23,160 +26,21 @@ const PARTITIONS: u32 = 6;
 const SERIES: usize = 120;
 const ROUNDS: i64 = 80;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn script(name: &str) -> PathBuf {
-    repo().join("scripts").join(name)
-}
-
-fn require(cmd: &str, package: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {cmd}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "`{cmd}` not found: the Kafka cluster test needs it (apt-get install {package}; .ci/run does)"
-    );
-}
-
-/// The cluster, stopped by scripts/cluster-down.sh however the test ends.
-struct Cluster {
-    dir: tempfile::TempDir,
-    env: BTreeMap<String, String>,
-}
-
-impl Cluster {
-    fn up() -> Cluster {
-        let dir = tempfile::Builder::new()
-            .prefix("sumi-kafka-cluster")
-            .tempdir()
-            .unwrap();
-        let schemas = dir.path().join("schemas.conf");
-        std::fs::write(&schemas, SCHEMAS).unwrap();
-        let mut c = Cluster {
-            dir,
-            env: BTreeMap::new(),
-        };
-        let out = Command::new(script("cluster-up.sh"))
-            .arg(c.dir.path())
-            .env("SUMI_BIN", env!("CARGO_BIN_EXE_sumi"))
-            .env("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string())
-            .env("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "1500")
-            .env(
-                "SUMI_SERVE_ARGS",
-                format!("--no-selfmon --storage-schemas {}", schemas.display()),
-            )
-            .output()
-            .unwrap();
-        c.reload();
-        assert!(
-            out.status.success(),
-            "cluster-up.sh failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        c
-    }
-
-    fn reload(&mut self) {
-        let text = std::fs::read_to_string(self.dir.path().join("cluster.env")).unwrap_or_default();
-        self.env = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-    }
-
-    fn get(&self, key: &str) -> &str {
-        self.env
-            .get(key)
-            .unwrap_or_else(|| panic!("{key} not in cluster.env: {:?}", self.env))
-    }
-
-    fn node(&mut self, cmd: &str, n: u32) {
-        let out = Command::new(script("cluster-node.sh"))
-            .arg(self.dir.path())
-            .arg(cmd)
-            .arg(n.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "cluster-node.sh {cmd} {n} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        self.reload();
-    }
-
-    fn kafka(&mut self, cmd: &str) {
-        let out = Command::new(script("kafka-node.sh"))
-            .arg(self.dir.path())
-            .arg(cmd)
-            .arg("1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "kafka-node.sh {cmd} 1 failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn log(&self, n: u32) -> String {
-        std::fs::read_to_string(self.dir.path().join(format!("node{n}/sumi.log")))
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(script("cluster-down.sh"))
-            .arg(self.dir.path())
-            .status();
-    }
-}
-
-fn http_get(addr: &str, path: &str) -> String {
-    ureq::get(&format!("http://{addr}{path}"))
-        .timeout(Duration::from_secs(10))
-        .call()
-        .unwrap_or_else(|e| panic!("GET {path} on {addr}: {e}"))
-        .into_string()
-        .unwrap()
-}
-
-fn metric(addr: &str, name: &str) -> f64 {
-    http_get(addr, "/metrics")
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
+fn up() -> Cluster {
+    Cluster::up(
+        "sumi-kafka-cluster",
+        Some(SCHEMAS),
+        &[
+            ("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string()),
+            ("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "1500".to_string()),
+        ],
+    )
 }
 
 /// Every non-null point of `load.*` a node stores itself (`local=1`: a cluster node
 /// otherwise answers for the whole cluster): series → ts → value.
 fn rendered(addr: &str, from: i64, until: i64) -> BTreeMap<String, BTreeMap<i64, f64>> {
-    let body = http_get(
-        addr,
-        &format!("/render?target=load.*&from={from}&until={until}&format=json&local=1"),
-    );
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let mut out = BTreeMap::new();
-    for s in v.as_array().unwrap() {
-        let mut pts = BTreeMap::new();
-        for p in s["datapoints"].as_array().unwrap() {
-            if let Some(val) = p[0].as_f64() {
-                pts.insert(p[1].as_i64().unwrap(), val);
-            }
-        }
-        if !pts.is_empty() {
-            out.insert(s["target"].as_str().unwrap().to_string(), pts);
-        }
-    }
-    out
+    kafka::rendered(addr, from, until, true)
 }
 
 fn value(series: usize, round: i64) -> f64 {
@@ -185,10 +49,9 @@ fn value(series: usize, round: i64) -> f64 {
 
 #[test]
 fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
-    require("java", "default-jre-headless");
-    require("mvn", "maven");
+    require_kafka();
     let t0 = Instant::now();
-    let mut cluster = Cluster::up();
+    let mut cluster = up();
     eprintln!("cluster up in {:.1}s", t0.elapsed().as_secs_f64());
     let ingest = cluster.get("INGEST_CARBON").to_string();
     let ingest_http = cluster.get("INGEST_HTTP").to_string();
@@ -321,8 +184,8 @@ fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
             base - 10,
             base + ROUNDS + 10
         );
-        let ra = http_get(cluster.get(&format!("NODE{a}_HTTP")), &path);
-        let rb = http_get(cluster.get(&format!("NODE{b}_HTTP")), &path);
+        let ra = http_get(&cluster.get(&format!("NODE{a}_HTTP")), &path);
+        let rb = http_get(&cluster.get(&format!("NODE{b}_HTTP")), &path);
         assert_eq!(ra, rb, "nodes {a} and {b} differ on their common series");
         let v: serde_json::Value = serde_json::from_str(&ra).unwrap();
         let sum: f64 = v[0]["datapoints"]

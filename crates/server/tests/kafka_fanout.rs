@@ -18,15 +18,15 @@
 //! Needs Java and Maven, as `kafka_cluster.rs`.
 
 mod common;
+#[path = "common/kafka.rs"]
+mod kafka;
 
-use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::Sumi;
+use kafka::{get, metric, require_kafka, send_carbon, Cluster};
 
 /// Two archives, so that a long range is answered from the coarser one.
 const SCHEMAS: &str = "[fan]\npattern = ^fan\nretentions = 10s:1h,60s:1d\n\n[default]\npattern = .*\nretentions = 60s:1d\n";
@@ -35,159 +35,20 @@ const HOSTS: usize = 8;
 const METRICS: usize = 4;
 const POINTS: i64 = 300;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn script(name: &str) -> PathBuf {
-    repo().join("scripts").join(name)
-}
-
-fn require(cmd: &str, package: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {cmd}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "`{cmd}` not found: the Kafka cluster test needs it (apt-get install {package}; .ci/run does)"
-    );
-}
-
-/// The cluster, stopped by scripts/cluster-down.sh however the test ends.
-struct Cluster {
-    dir: tempfile::TempDir,
-    env: BTreeMap<String, String>,
-}
-
-impl Cluster {
-    fn up(schemas: &Path) -> Cluster {
-        let dir = tempfile::Builder::new()
-            .prefix("sumi-kafka-fanout")
-            .tempdir()
-            .unwrap();
-        let mut c = Cluster {
-            dir,
-            env: BTreeMap::new(),
-        };
-        let out = Command::new(script("cluster-up.sh"))
-            .arg(c.dir.path())
-            .env("SUMI_BIN", env!("CARGO_BIN_EXE_sumi"))
-            .env("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string())
-            .env("SUMI_CLUSTER_READ_TIMEOUT_MS", "2000")
-            .env("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "1500")
-            .env(
-                "SUMI_SERVE_ARGS",
-                format!("--no-selfmon --storage-schemas {}", schemas.display()),
-            )
-            .output()
-            .unwrap();
-        c.reload();
-        assert!(
-            out.status.success(),
-            "cluster-up.sh failed:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        c
-    }
-
-    fn reload(&mut self) {
-        let text = std::fs::read_to_string(self.dir.path().join("cluster.env")).unwrap_or_default();
-        self.env = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-    }
-
-    fn get(&self, key: &str) -> String {
-        self.env
-            .get(key)
-            .unwrap_or_else(|| panic!("{key} not in cluster.env: {:?}", self.env))
-            .clone()
-    }
-
-    fn node(&mut self, cmd: &str, n: u32) {
-        self.node_with(cmd, n, &[]);
-    }
-
-    fn node_with(&mut self, cmd: &str, n: u32, extra: &[&str]) {
-        let out = Command::new(script("cluster-node.sh"))
-            .arg(self.dir.path())
-            .arg(cmd)
-            .arg(n.to_string())
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "cluster-node.sh {cmd} {n} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        self.reload();
-    }
-
-    fn kafka(&mut self, cmd: &str) {
-        let out = Command::new(script("kafka-node.sh"))
-            .arg(self.dir.path())
-            .arg(cmd)
-            .arg("1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "kafka-node.sh {cmd} 1 failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn config(&self, n: u32) -> PathBuf {
-        self.dir.path().join(format!("node{n}/sumi.toml"))
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(script("cluster-down.sh"))
-            .arg(self.dir.path())
-            .status();
-    }
-}
-
-/// `GET` → (status, `X-Sumi-Partial`, body).
-fn get(addr: &str, path: &str) -> (u16, Option<String>, String) {
-    let url = format!("http://{addr}{path}");
-    let resp = match ureq::get(&url).timeout(Duration::from_secs(30)).call() {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("GET {url}: {e}"),
-    };
-    let partial = resp.header("x-sumi-partial").map(str::to_string);
-    (
-        resp.status(),
-        partial,
-        resp.into_string().unwrap_or_default(),
+fn up(schemas: &Path) -> Cluster {
+    let dir = tempfile::Builder::new()
+        .prefix("sumi-kafka-fanout")
+        .tempdir()
+        .unwrap();
+    Cluster::up_in(
+        dir,
+        &format!("--no-selfmon --storage-schemas {}", schemas.display()),
+        &[
+            ("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string()),
+            ("SUMI_CLUSTER_READ_TIMEOUT_MS", "2000".to_string()),
+            ("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "1500".to_string()),
+        ],
     )
-}
-
-fn metric(addr: &str, name: &str) -> f64 {
-    let (_, _, body) = get(addr, "/metrics");
-    body.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
-/// Sends carbon plaintext over one connection and waits until the server has read it
-/// all (it closes its side after our shutdown).
-fn send_carbon(addr: &str, text: &str) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(text.as_bytes()).unwrap();
-    s.shutdown(std::net::Shutdown::Write).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut buf = [0u8; 64];
-    let _ = s.read(&mut buf);
 }
 
 /// The answer as compared: tag and value ids are each node's own, so `/tags` and
@@ -282,8 +143,7 @@ fn questions(base: i64, now: i64) -> Vec<String> {
 
 #[test]
 fn any_node_answers_for_the_whole_cluster_like_a_single_node() {
-    require("java", "default-jre-headless");
-    require("mvn", "maven");
+    require_kafka();
     let t0 = Instant::now();
     let single_dir = common::scratch();
     let schemas = single_dir.path().join("schemas.conf");
@@ -293,7 +153,7 @@ fn any_node_answers_for_the_whole_cluster_like_a_single_node() {
         &single_dir.path().join("data"),
         &["--no-selfmon", "--storage-schemas", &schemas_arg],
     );
-    let mut cluster = Cluster::up(&schemas);
+    let mut cluster = up(&schemas);
     eprintln!("cluster up in {:.1}s", t0.elapsed().as_secs_f64());
 
     // the same points to the single node and to the cluster's ingest node
