@@ -339,7 +339,11 @@ pub fn read_offsets(path: &Path, topic: &str) -> Result<BTreeMap<u32, i64>> {
 }
 
 /// Writes the offsets file: temporary file, fsync, rename, directory fsync.
-pub fn write_offsets(path: &Path, topic: &str, offsets: &BTreeMap<u32, i64>) -> std::io::Result<()> {
+pub fn write_offsets(
+    path: &Path,
+    topic: &str,
+    offsets: &BTreeMap<u32, i64>,
+) -> std::io::Result<()> {
     let mut text = String::new();
     for (p, o) in offsets {
         text.push_str(&format!("{topic} {p} {o}\n"));

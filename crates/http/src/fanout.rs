@@ -233,9 +233,10 @@ impl Fanout {
     }
 
     fn owns(&self, p: u32) -> bool {
-        self.replicas
-            .get(p as usize)
-            .is_some_and(|r| r.iter().any(|&i| self.opts.peers[i].node_id == self.opts.node_id))
+        self.replicas.get(p as usize).is_some_and(|r| {
+            r.iter()
+                .any(|&i| self.opts.peers[i].node_id == self.opts.node_id)
+        })
     }
 
     /// The partition of a series name.

@@ -143,7 +143,9 @@ const CHUNK_BYTES: usize = 1 << 20;
 pub(crate) async fn serve_dump(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     let req: DumpReq = match serde_json::from_slice(&body) {
         Ok(r) => r,
-        Err(e) => return (StatusCode::BAD_REQUEST, format!("bad dump request: {e}")).into_response(),
+        Err(e) => {
+            return (StatusCode::BAD_REQUEST, format!("bad dump request: {e}")).into_response()
+        }
     };
     let Some(fanout) = state.fanout.clone() else {
         return (
@@ -180,7 +182,11 @@ pub(crate) async fn serve_dump(State(state): State<Arc<AppState>>, body: Bytes) 
             series += 1;
             points += s.points();
             encode_dump_series(&s, &mut buf);
-            if buf.len() >= CHUNK_BYTES && tx.blocking_send(Bytes::from(std::mem::take(&mut buf))).is_err() {
+            if buf.len() >= CHUNK_BYTES
+                && tx
+                    .blocking_send(Bytes::from(std::mem::take(&mut buf)))
+                    .is_err()
+            {
                 tracing::warn!(partition = p, "partition dump: the receiver went away");
                 return;
             }

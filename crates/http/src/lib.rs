@@ -21,6 +21,8 @@
 //! - [`fanout`]: on a cluster node, reads for the whole cluster (one replica of each
 //!   partition asked in parallel, merged; partial answers say so) and the internal
 //!   endpoints the other nodes ask.
+//! - [`handoff`]: a storage node's partitions that are still joining (copied from a
+//!   peer, catching up) and the partition dump a joining node copies.
 //! - [`growthforecast`]: GrowthForecast's HTTP API (`/api/...`, `/json/...`, `/graph/...`,
 //!   `/xport/...`) and its metadata in SQLite.
 //! - [`ui`]: the web UI (GrowthForecast's pages and a metric browser), assets embedded.
@@ -33,9 +35,9 @@ pub mod admin_api;
 pub mod anomaly_api;
 pub mod auth;
 pub mod fanout;
-pub mod handoff;
 pub mod functions_api;
 pub mod growthforecast;
+pub mod handoff;
 pub(crate) mod image;
 pub mod import_api;
 pub mod ingest_api;

@@ -42,7 +42,10 @@ pub(crate) type ConsumerSlot = Arc<Mutex<Option<StorageConsumer>>>;
 
 /// The owned partitions to copy before consuming: those without a consumed offset,
 /// when the node copies from peers.
-pub(crate) fn partitions_to_copy(cc: &ClusterConfig, data_dir: &std::path::Path) -> Result<Vec<u32>> {
+pub(crate) fn partitions_to_copy(
+    cc: &ClusterConfig,
+    data_dir: &std::path::Path,
+) -> Result<Vec<u32>> {
     if !cc.copy_from_peers {
         return Ok(Vec::new());
     }
@@ -188,10 +191,9 @@ impl Join {
             .set("Content-Type", "application/json")
             .send_string(&format!("{{\"partition\":{p}}}"))
             .map_err(|e| match e {
-                ureq::Error::Status(code, r) => anyhow::anyhow!(
-                    "status {code}: {}",
-                    r.into_string().unwrap_or_default()
-                ),
+                ureq::Error::Status(code, r) => {
+                    anyhow::anyhow!("status {code}: {}", r.into_string().unwrap_or_default())
+                }
                 e => anyhow::anyhow!("{e}"),
             })?;
         let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -241,7 +243,9 @@ impl Join {
     /// After the WAL holds what was loaded: the partition's offset into the offsets
     /// file.
     fn save_offset(&self, p: u32, offset: i64) -> Result<()> {
-        self.store.sync_wal().context("syncing the WAL after a copy")?;
+        self.store
+            .sync_wal()
+            .context("syncing the WAL after a copy")?;
         let path = self.data_dir.join("cluster").join("offsets");
         std::fs::create_dir_all(self.data_dir.join("cluster"))?;
         let mut saved = read_offsets(&path, &self.cc.topic)?;

@@ -83,8 +83,7 @@ fn ask_node(http: &str, timeout: Duration) -> NodeState {
             .and_then(|r| r.into_string().ok());
         if let Some(text) = text {
             for line in text.lines() {
-                if let Some(rest) =
-                    line.strip_prefix("sumi_cluster_partition_joining{partition=\"")
+                if let Some(rest) = line.strip_prefix("sumi_cluster_partition_joining{partition=\"")
                 {
                     if let Some((p, rest)) = rest.split_once('"') {
                         let phase = rest

@@ -40,10 +40,7 @@ fn expected(base: i64, rounds: i64, keep: impl Fn(u32) -> bool) -> Points {
     for s in 0..SERIES {
         let name = format!("load.s{s:03}");
         if keep(sumi_cluster::partition_for(&name, PARTITIONS)) {
-            out.insert(
-                name,
-                (0..rounds).map(|r| (base + r, value(s, r))).collect(),
-            );
+            out.insert(name, (0..rounds).map(|r| (base + r, value(s, r))).collect());
         }
     }
     out
@@ -130,8 +127,14 @@ fn a_partition_moves_to_a_new_node_under_load_with_reads_answered_throughout() {
                 );
                 while polling.load(Ordering::Relaxed) {
                     let (status, partial, body) = get(&addr, &path);
-                    assert_eq!(status, 200, "a read on {addr} during the move failed: {body}");
-                    assert_eq!(partial, None, "a read on {addr} during the move was partial");
+                    assert_eq!(
+                        status, 200,
+                        "a read on {addr} during the move failed: {body}"
+                    );
+                    assert_eq!(
+                        partial, None,
+                        "a read on {addr} during the move was partial"
+                    );
                     let got = points_of(&body);
                     let (missing, _) = diff(&before, &got);
                     assert_eq!(
@@ -154,7 +157,10 @@ fn a_partition_moves_to_a_new_node_under_load_with_reads_answered_throughout() {
         t0.elapsed().as_secs_f64(),
         out.trim()
     );
-    assert!(out.contains("node 4 counts as a replica of partition 0"), "{out}");
+    assert!(
+        out.contains("node 4 counts as a replica of partition 0"),
+        "{out}"
+    );
     assert_eq!(cluster.partitions_of(4), vec![MOVED]);
     assert!(!cluster.partitions_of(1).contains(&MOVED));
     // a little more load once node 4 counts, then the load stops
@@ -171,7 +177,10 @@ fn a_partition_moves_to_a_new_node_under_load_with_reads_answered_throughout() {
     sender.join().unwrap();
     let rounds = sent.load(Ordering::Relaxed);
     eprintln!("{rounds} rounds sent; reads during the move: {polls:?}");
-    assert!(polls.iter().all(|&n| n >= 10), "too few reads during the move: {polls:?}");
+    assert!(
+        polls.iter().all(|&n| n >= 10),
+        "too few reads during the move: {polls:?}"
+    );
 
     let total = (SERIES as i64 * rounds) as f64;
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -258,13 +267,24 @@ fn a_partition_moves_to_a_new_node_under_load_with_reads_answered_throughout() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&status.stdout);
-    assert_eq!(status.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&status.stderr));
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     let line = text
         .lines()
         .find(|l| l.starts_with(&format!("partition {MOVED} ")))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains(" node 4 offset ") && line.contains(&format!(" node {other} offset ")), "{text}");
-    assert!(!line.contains(" node 1 ") && !line.contains("catching-up"), "{text}");
+    assert!(
+        line.contains(" node 4 offset ") && line.contains(&format!(" node {other} offset ")),
+        "{text}"
+    );
+    assert!(
+        !line.contains(" node 1 ") && !line.contains("catching-up"),
+        "{text}"
+    );
     let offsets: BTreeMap<&str, &str> = line
         .split(" node ")
         .skip(1)
@@ -273,6 +293,10 @@ fn a_partition_moves_to_a_new_node_under_load_with_reads_answered_throughout() {
             Some((w.next()?, w.nth(1)?))
         })
         .collect();
-    assert_eq!(offsets.get("4"), offsets.get(other.to_string().as_str()), "{text}");
+    assert_eq!(
+        offsets.get("4"),
+        offsets.get(other.to_string().as_str()),
+        "{text}"
+    );
     eprintln!("test done in {:.1}s", t0.elapsed().as_secs_f64());
 }

@@ -36,7 +36,10 @@ fn a_loaded_copy_answers_as_the_original() {
     append(&a, &names_pts);
     a.run_maintenance().unwrap();
     // a second write over a flushed slot: the newest must win in the copy
-    append(&a, &[("a.y;t=1", NOW - 10, 42.0), ("a.x", NOW - 7_200, 7.5)]);
+    append(
+        &a,
+        &[("a.y;t=1", NOW - 10, 42.0), ("a.x", NOW - 7_200, 7.5)],
+    );
     let names = a.series_names_where(|_| true);
     assert_eq!(names.len(), 2);
     let mut bytes = Vec::new();
