@@ -921,6 +921,21 @@ mod tests {
     }
 
     #[test]
+    fn copy_from_peers_needs_peers() {
+        let base = "[cluster]\nbrokers = \"b:1\"\npartitions = 4\nrole = \"storage\"\nnode_id = 1\nowned_partitions = [0]\ncopy_from_peers = true\n";
+        let file: FileConfig = toml::from_str(base).unwrap();
+        let e = Config::from_parts(file, &ServeFlags::default()).unwrap_err();
+        assert!(e.to_string().contains("copy_from_peers needs"), "{e}");
+        let peers = "[[cluster.peers]]\nnode_id = 1\nhttp = \"h:1\"\npartitions = [0]\n";
+        let file: FileConfig = toml::from_str(&format!("{base}{peers}")).unwrap();
+        let cl = Config::from_parts(file, &ServeFlags::default())
+            .unwrap()
+            .cluster
+            .unwrap();
+        assert!(cl.copy_from_peers);
+    }
+
+    #[test]
     fn query_limits_from_the_file() {
         let c = Config::from_parts(FileConfig::default(), &ServeFlags::default()).unwrap();
         assert_eq!(c.max_points_per_query, 20_000_000);
