@@ -161,6 +161,16 @@ pub struct Decoded {
     pub points: u32,
 }
 
+/// The arrival time of a record, read from its header only (None when the header does
+/// not read; [`decode_into`] then says why).
+pub fn peek_arrival(bytes: &[u8]) -> Option<i64> {
+    if bytes.first() != Some(&RECORD_VERSION) {
+        return None;
+    }
+    let mut r = Reader { bytes, at: 1 };
+    r.varint().ok().map(unzigzag)
+}
+
 /// Decodes one record, appending its points to `batch` (not cleared). On error the
 /// batch keeps only what it held before.
 pub fn decode_into(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError> {
