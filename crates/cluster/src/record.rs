@@ -193,25 +193,22 @@ fn decode_inner(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError>
         return Err(RecordError::Count { count, bytes: left });
     }
     let count = count as u32;
-    let mut prev: Option<(usize, usize)> = None;
+    // the name is checked as UTF-8 once, where it is spelled out
+    let mut prev: Option<&str> = None;
     for i in 0..count {
         let len = r.varint()?;
-        let (start, len) = if len == 0 {
+        let name = if len == 0 {
             prev.ok_or(RecordError::NoPreviousName(i))?
         } else {
             let len = usize::try_from(len).map_err(|_| RecordError::Truncated(r.at))?;
-            let start = r.at;
-            r.take(len)?;
-            std::str::from_utf8(&bytes[start..start + len])
-                .map_err(|_| RecordError::NameNotUtf8(i))?;
-            prev = Some((start, len));
-            (start, len)
+            let name =
+                std::str::from_utf8(r.take(len)?).map_err(|_| RecordError::NameNotUtf8(i))?;
+            prev = Some(name);
+            name
         };
         let ts = arrival.wrapping_add(unzigzag(r.varint()?));
         let v = r.take(8)?;
         let value = f64::from_bits(u64::from_le_bytes(v.try_into().unwrap_or([0; 8])));
-        // checked above
-        let name = std::str::from_utf8(&bytes[start..start + len]).unwrap_or_default();
         batch.push(name, ts, value);
     }
     if r.at != bytes.len() {
@@ -382,6 +379,7 @@ mod tests {
             let mut out = Batch::new();
             let d = decode_into(&bytes, &mut out).unwrap();
             prop_assert_eq!(d.arrival, arrival);
+            prop_assert_eq!(peek_arrival(&bytes), Some(arrival));
             prop_assert_eq!(points(&out), points(&b));
         }
 
