@@ -22,11 +22,6 @@ use crate::bind::{Addrs, Listeners};
 use crate::config::Config;
 use crate::{notify, selfmon, tls};
 
-/// Points a carbon connection gathers into one append on a cluster node (8,192 on a
-/// single node): the wait for Kafka's acknowledgement is paid once per 65,536 points;
-/// the batch takes ~4 MiB while it waits.
-const CLUSTER_MAX_BATCH_POINTS: usize = 65_536;
-
 /// A started server: the store, and each stage's task with the switch that stops it.
 pub(crate) struct Running {
     pub(crate) store: Arc<Store>,
@@ -222,18 +217,12 @@ pub(crate) fn start(
     }
 
     let stats = Arc::new(IngestStats::default());
-    let mut plain_opts = PlaintextOptions {
+    let plain_opts = PlaintextOptions {
         max_line_bytes: config.max_line_bytes,
         max_connections: config.max_connections as u64,
         allow: config.carbon_allow.clone(),
         ..PlaintextOptions::default()
     };
-    if cluster.is_some() {
-        // a cluster node's append waits for Kafka's acknowledgement (a round trip plus
-        // the producer's linger), against a local WAL write on a single node: larger
-        // batches pay it less often (docs/cluster.md, "Throughput")
-        plain_opts.max_batch_points = CLUSTER_MAX_BATCH_POINTS;
-    }
     // a cluster node sends every point it takes in to the log; a single node stores it
     let sink: Arc<dyn sumi_model::Sink> = match &cluster {
         Some(c) => c.sink.clone(),
