@@ -85,7 +85,7 @@ fn default_partitions() -> u32 {
 fn default_linger_ms() -> u32 {
     5
 }
-/// None: on the loopback and LAN links measured, lz4 cost more CPU (the ingest node
+/// None: on the loopback link measured, lz4 cost more CPU (the ingest node
 /// compressing, Kafka and every consumer decompressing) than the bytes it saved
 /// (docs/cluster.md, "Throughput").
 fn default_compression() -> String {

@@ -16,9 +16,9 @@
 //!
 //! Varints are LEB128 (7 bits a byte, low first, at most 10 bytes). The message has no
 //! key (the partition is chosen here, see [`partition_for`]) and is compressed by the
-//! producer (lz4). The decoder refuses anything else: an unknown version, a count larger
-//! than the bytes could hold, a name that is not UTF-8, a first point naming "the
-//! previous name", trailing bytes. A storage node counts and logs such a message and
+//! producer as `[cluster] compression` says (none by default). The decoder refuses
+//! anything else: an unknown version, a count larger than the bytes could hold, a name
+//! that is not UTF-8, a first point naming "the previous name", trailing bytes. A storage node counts and logs such a message and
 //! goes on with the next; it never panics on it.
 
 use sumi_model::Batch;
