@@ -321,8 +321,9 @@ impl Run {
         self.dirty.set(true);
     }
 
-    /// Applies one record, retrying while the engine refuses for now; false when
-    /// stopping (or the store closed) before it was applied.
+    /// Applies the points of one or more records (one arrival second), retrying while
+    /// the engine refuses for now; false when stopping (or the store closed) before
+    /// they were applied.
     fn apply(&self, batch: &Batch, arrival: i64) -> bool {
         let mut pause = Duration::from_millis(10);
         loop {
