@@ -126,6 +126,8 @@ pub(crate) struct State {
     /// Residuals `resid_usual` has learnt from (saturating at 256): its first ones are
     /// averaged, so it starts at the right size.
     pub(crate) resid_n: u32,
+    /// Time of the first scored point (the end of the warm-up).
+    pub(crate) first_scored: Option<i64>,
 }
 
 /// One series' detector. Feed it the series' points in time order with [`update`].
@@ -176,6 +178,7 @@ impl Detector {
             resid_fast: 0.0,
             resid_usual: 0.0,
             resid_n: 0,
+            first_scored: None,
         };
         Detector::from_state(cfg, st)
     }
@@ -204,6 +207,11 @@ impl Detector {
     /// Points ignored so far (late, repeated, out of order, not finite).
     pub fn ignored(&self) -> u64 {
         self.st.ignored
+    }
+
+    /// Time of the first point given a score (the end of the warm-up), `None` before.
+    pub fn first_scored(&self) -> Option<i64> {
+        self.st.first_scored
     }
 
     /// Points accepted so far.
@@ -255,6 +263,9 @@ impl Detector {
         self.st.last_ts = Some(ts);
         self.st.seen += 1;
         if let Some(s) = score {
+            if self.st.first_scored.is_none() {
+                self.st.first_scored = Some(ts);
+            }
             if s >= self.cfg.alarm {
                 self.st.since_alarm = 0;
             } else {

@@ -62,6 +62,8 @@ pub struct StoreSource {
     held_points: AtomicU64,
     /// Points read in all.
     points: AtomicU64,
+    /// The server's anomaly detectors, for `anomalyScore` (`None`: none).
+    anomalies: Option<Arc<dyn crate::anomaly_api::AnomalyFeed>>,
 }
 
 impl StoreSource {
@@ -78,7 +80,17 @@ impl StoreSource {
             series: AtomicU64::new(0),
             held_points: AtomicU64::new(0),
             points: AtomicU64::new(0),
+            anomalies: None,
         }
+    }
+
+    /// The same source, answering `anomalyScore`'s questions from `anomalies`.
+    pub fn with_anomalies(
+        mut self,
+        anomalies: Option<Arc<dyn crate::anomaly_api::AnomalyFeed>>,
+    ) -> StoreSource {
+        self.anomalies = anomalies;
+        self
     }
 
     /// Points read so far through this source.
@@ -99,6 +111,10 @@ impl StoreSource {
 }
 
 impl SeriesSource for StoreSource {
+    fn anomaly_scored_from(&self, name: &str) -> Option<i64> {
+        self.anomalies.as_ref()?.scored_from(name)
+    }
+
     fn find_tagged(&self, exprs: &[String]) -> Result<Vec<String>, SourceError> {
         let exprs = exprs
             .iter()

@@ -115,6 +115,15 @@ pub trait SeriesSource: Send + Sync {
         Ok(())
     }
 
+    /// For `anomalyScore`: when the server's anomaly detector watching `name` gave its
+    /// first score (epoch seconds), or `None` when no detector watches it. The score
+    /// series stores no point for a score of 0, so from this time on a point of the
+    /// series without a stored score scored 0. The default: nothing is watched.
+    fn anomaly_scored_from(&self, name: &str) -> Option<i64> {
+        let _ = name;
+        None
+    }
+
     /// [`fetch_each`](Self::fetch_each) for a caller that holds nothing of these
     /// answers once it has folded them (a streaming aggregate reading a glob a chunk
     /// at a time): a source with a per-request budget counts them only while the call

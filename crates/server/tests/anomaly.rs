@@ -152,6 +152,18 @@ fn a_spike_scores_high_becomes_an_event_and_reaches_the_webhook() {
     let scored: Vec<f64> = pts[32..].iter().filter_map(|(t, _)| at(*t)).collect();
     assert_eq!(scored.len(), n - 32);
     assert!(scored.iter().all(|v| (0.0..=1.0).contains(v)));
+    // a score of 0 is not stored: anomalyScore answers 0 from the series' own point,
+    // and only the scores above 0 were written
+    let nonzero = scored.iter().filter(|v| **v > 0.0).count();
+    assert!(
+        nonzero < scored.len() / 2,
+        "{nonzero} of {} scores above 0",
+        scored.len()
+    );
+    assert_eq!(
+        sumi.metric("sumi_anomaly_scores_stored_total"),
+        nonzero as f64
+    );
     let calm_max = pts[32..spike]
         .iter()
         .filter_map(|(t, _)| at(*t))

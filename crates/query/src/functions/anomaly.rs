@@ -52,6 +52,7 @@ fn anomaly_score(
     let mut out = Vec::with_capacity(series.len());
     for input in series {
         let name = format!("anomalyScore({})", input.name);
+        let scored_from = session.anomaly_scored_from(&input.name);
         let mut s = match session.fetch_exact(ctx, &score_path(&input.name))? {
             Some(mut scores) => {
                 scores.tags = input.tags.clone();
@@ -69,11 +70,41 @@ fn anomaly_score(
                 nulls
             }
         };
+        if let Some(from) = scored_from {
+            fill_zero_scores(&mut s, &input, from);
+        }
         s.name.clone_from(&name);
         s.path_expression = name;
         out.push(s);
     }
     Ok(Value::SeriesList(out))
+}
+
+/// A score of 0 is not stored: every slot of `scores` without a stored score that
+/// holds a point of `input` at or after `scored_from` (the detector's first score)
+/// scored 0. Slots before it (warm-up) and slots without a point stay null.
+fn fill_zero_scores(scores: &mut TimeSeries, input: &TimeSeries, scored_from: i64) {
+    if scores.step <= 0 || input.step <= 0 {
+        return;
+    }
+    let n = scores.values.len() as i64;
+    for (i, v) in input.values.iter().enumerate() {
+        if v.is_none() {
+            continue;
+        }
+        let ts = input.start + i as i64 * input.step;
+        // the slot counts when it ends at or after the first score
+        if ts + input.step - 1 < scored_from {
+            continue;
+        }
+        let k = (ts - scores.start).div_euclid(scores.step);
+        if (0..n).contains(&k) {
+            let slot = &mut scores.values[k as usize];
+            if slot.is_none() {
+                *slot = Some(0.0);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

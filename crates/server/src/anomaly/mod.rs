@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use sumi_anomaly::events::{Change, Event, Tracker};
 use sumi_anomaly::state_file as state;
-use sumi_anomaly::Detector;
+use sumi_anomaly::{Detector, Views};
 use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError, SystemClock};
 use sumi_query::functions::anomaly::SCORE_PREFIX;
 use sumi_store::Store;
@@ -381,12 +381,22 @@ impl Engine {
                 continue;
             };
             scored += 1;
-            score_name.clear();
-            score_name.push_str(SCORE_PREFIX);
-            score_name.push_str(name);
-            scores.push(&score_name, p.ts, s);
+            // a score of 0 ("nothing unusual", below the rule's `quiet`) is not
+            // stored: anomalyScore answers 0 for a scored point without a stored score
+            if s > 0.0 {
+                score_name.clear();
+                score_name.push_str(SCORE_PREFIX);
+                score_name.push_str(name);
+                scores.push(&score_name, p.ts, s);
+            }
             let alarm = self.rules.0[w.rule].config.alarm;
-            let change = w.tracker.observe(name, p.ts, s, &w.det.views(), alarm);
+            // the views only matter to an open event or one about to open
+            let views = if w.tracker.open.is_some() || s >= alarm {
+                w.det.views()
+            } else {
+                Views::default()
+            };
+            let change = w.tracker.observe(name, p.ts, s, &views, alarm);
             drop(map);
             if change != Change::None {
                 self.record(change);
@@ -471,6 +481,13 @@ impl Engine {
 }
 
 impl sumi_http::anomaly_api::AnomalyFeed for Engine {
+    fn scored_from(&self, name: &str) -> Option<i64> {
+        match self.shard(name).lock().expect("shard").get(name)? {
+            Slot::Watched(w) => w.det.first_scored(),
+            Slot::Unwatched => None,
+        }
+    }
+
     fn events(&self, from: i64, until: i64) -> Vec<Event> {
         Engine::events(self, from, until)
     }
