@@ -173,7 +173,7 @@ impl Detector {
             return Err(DecodeError::Invalid("bad context length", r.at - 4));
         }
         let max_bin = cfg.max_bin as i8;
-        let mut bins = Vec::with_capacity(cfg.context);
+        let mut bins = crate::detector::Bins::default();
         for &v in r.take(bins_len)? {
             let v = v as i8;
             if !(-max_bin..=max_bin).contains(&v) {

@@ -128,7 +128,8 @@ impl Stats {
 }
 
 /// One shard of the series map.
-type Shard = HashMap<Box<str>, Slot>;
+/// (foldhash: the map is looked up once per ingested point of every series.)
+type Shard = HashMap<Box<str>, Slot, foldhash::fast::RandomState>;
 
 /// One series' entry in the map.
 enum Slot {
@@ -156,7 +157,7 @@ struct Book {
 pub(crate) struct Engine {
     rules: Rules,
     shards: Box<[Mutex<Shard>]>,
-    hasher: std::collections::hash_map::RandomState,
+    hasher: foldhash::fast::RandomState,
     book: Mutex<Book>,
     pub(crate) stats: Arc<Stats>,
     notifier: Option<Notifier>,
@@ -184,11 +185,13 @@ impl Engine {
         let stats = Arc::new(Stats::default());
         let notifier = (!opts.webhooks.urls.is_empty())
             .then(|| Notifier::start(opts.webhooks.clone(), stats.clone()));
-        let shards = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
+        let shards = (0..SHARDS)
+            .map(|_| Mutex::new(HashMap::default()))
+            .collect();
         let engine = Engine {
             rules: opts.rules.clone(),
             shards,
-            hasher: std::collections::hash_map::RandomState::new(),
+            hasher: foldhash::fast::RandomState::default(),
             book: Mutex::new(Book::default()),
             stats,
             notifier,
@@ -203,8 +206,9 @@ impl Engine {
     }
 
     fn shard(&self, name: &str) -> &Mutex<Shard> {
+        // the high bits: the maps use their own seeds, but keep clear of their low bits
         let h = self.hasher.hash_one(name);
-        &self.shards[(h as usize) & (SHARDS - 1)]
+        &self.shards[(h >> 58) as usize & (SHARDS - 1)]
     }
 
     fn state_path(&self) -> PathBuf {
