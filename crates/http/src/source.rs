@@ -115,6 +115,20 @@ impl SeriesSource for StoreSource {
         self.anomalies.as_ref()?.scored_from(name)
     }
 
+    fn events(&self, from: i64, until: i64) -> Vec<sumi_query::source::SourceEvent> {
+        let Some(feed) = &self.anomalies else {
+            return Vec::new();
+        };
+        feed.events(from, until)
+            .iter()
+            .filter(|e| (from..=until).contains(&e.start))
+            .map(|e| sumi_query::source::SourceEvent {
+                when: e.start,
+                tags: crate::anomaly_api::event_tags(e),
+            })
+            .collect()
+    }
+
     fn find_tagged(&self, exprs: &[String]) -> Result<Vec<String>, SourceError> {
         let exprs = exprs
             .iter()
@@ -127,10 +141,14 @@ impl SeriesSource for StoreSource {
     }
 
     fn find(&self, pattern: &PathPattern) -> Result<Vec<FindNode>, SourceError> {
+        // globs do not reach the anomaly scores unless they name them
+        // (`anomalyScore()` reads them by exact name, not through find)
+        let scores = sumi_query::functions::anomaly::pattern_shows_scores(pattern.as_str());
         Ok(self
             .store
             .find(pattern)
             .into_iter()
+            .filter(|e| scores || !sumi_query::functions::anomaly::is_score_path(&e.path))
             .map(|e| FindNode {
                 path: e.path,
                 is_leaf: e.is_leaf,

@@ -49,6 +49,15 @@ pub enum SourceError {
     Invalid(String),
 }
 
+/// One event as `events(tags…)` counts it (sumi's anomaly events, as graphite-web's
+/// events API shows them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceEvent {
+    /// Epoch seconds.
+    pub when: i64,
+    pub tags: Vec<String>,
+}
+
 /// What the query engine needs from storage.
 pub trait SeriesSource: Send + Sync {
     /// Every node matching `pattern`, sorted by path. A path that is both a leaf and a
@@ -113,6 +122,13 @@ pub trait SeriesSource: Send + Sync {
             }
         }
         Ok(())
+    }
+
+    /// For `events(tags…)`: the events (graphite-web's events: a time and tags) whose
+    /// time is in `[from, until]`, in any order. The default: no events.
+    fn events(&self, from: i64, until: i64) -> Vec<SourceEvent> {
+        let _ = (from, until);
+        Vec::new()
     }
 
     /// For `anomalyScore`: when the server's anomaly detector watching `name` gave its

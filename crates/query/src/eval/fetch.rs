@@ -205,6 +205,11 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// The source's events in `[from, until]` ([`crate::source::SeriesSource::events`]).
+    pub(crate) fn events(&self, from: i64, until: i64) -> Vec<crate::source::SourceEvent> {
+        self.source.events(from, until)
+    }
+
     /// When the anomaly detector watching `name` gave its first score, or `None` when
     /// none watches it ([`crate::source::SeriesSource::anomaly_scored_from`]).
     pub(crate) fn anomaly_scored_from(&self, name: &str) -> Option<i64> {

@@ -28,6 +28,19 @@ pub fn score_path(name: &str) -> String {
     s
 }
 
+/// Whether `path` is a score series (its first node is `_anomaly`).
+pub fn is_score_path(path: &str) -> bool {
+    path.strip_prefix("_anomaly")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// Whether a find or glob asks for score series explicitly: its text starts with
+/// `_anomaly`. Other patterns (`*`, `**`, `*.cpu`) do not show them, so the tree and
+/// globs look as they would without detection; `anomalyScore()` reads them by name.
+pub fn pattern_shows_scores(pattern: &str) -> bool {
+    pattern.starts_with("_anomaly")
+}
+
 static PARAMS: [Param; 1] = [Param::new("seriesList", T::SeriesList).required()];
 
 pub(crate) static FUNCTIONS: &[FunctionDef] = &[FunctionDef {
@@ -110,6 +123,14 @@ fn fill_zero_scores(scores: &mut TimeSeries, input: &TimeSeries, scored_from: i6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_patterns_naming_scores_show_them() {
+        assert!(is_score_path("_anomaly.a.b") && is_score_path("_anomaly"));
+        assert!(!is_score_path("_anomalyx.a") && !is_score_path("a._anomaly"));
+        assert!(pattern_shows_scores("_anomaly.*") && pattern_shows_scores("_anomaly"));
+        assert!(!pattern_shows_scores("*") && !pattern_shows_scores("_*.a"));
+    }
 
     #[test]
     fn score_paths_keep_tags() {

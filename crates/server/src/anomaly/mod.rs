@@ -55,6 +55,8 @@ pub(crate) struct AnomalyOptions {
     pub(crate) save_interval: Duration,
     /// Closed events kept for the API, the UI and Grafana (oldest dropped first).
     pub(crate) keep_events: usize,
+    /// An open event whose series has sent nothing for this long is closed.
+    pub(crate) close_quiet: Duration,
 }
 
 impl Default for AnomalyOptions {
@@ -69,6 +71,7 @@ impl Default for AnomalyOptions {
             },
             save_interval: Duration::from_secs(300),
             keep_events: 10_000,
+            close_quiet: Duration::from_secs(1800),
         }
     }
 }
@@ -144,6 +147,9 @@ struct Watched {
     tracker: Tracker,
     /// Restored or created in this process and not yet caught up with the store.
     needs_history: bool,
+    /// Wall-clock second of the series' last point in this process (its start for a
+    /// restored series): an open event of a series gone quiet is closed.
+    last_arrival: i64,
 }
 
 /// Open events by series, and the most recent closed ones.
@@ -255,6 +261,7 @@ impl Engine {
                                 det,
                                 tracker: s.tracker,
                                 needs_history: true,
+                                last_arrival: SystemClock.now(),
                             };
                             self.shard(&s.name)
                                 .lock()
@@ -367,6 +374,7 @@ impl Engine {
                                 det: Detector::new(self.rules.0[rule].config.clone()),
                                 tracker: Tracker::default(),
                                 needs_history: !self.fresh_store,
+                                last_arrival: now,
                             }))
                         }
                     };
@@ -376,6 +384,7 @@ impl Engine {
             let Slot::Watched(w) = slot else {
                 continue;
             };
+            w.last_arrival = now;
             if w.needs_history {
                 w.needs_history = false;
                 self.catch_up(name, w, p.ts);
@@ -469,6 +478,41 @@ impl Engine {
         }
     }
 
+    /// Closes the open events of series that have sent no point for `quiet` (a
+    /// series that stops sending would otherwise keep its event open for ever); the
+    /// webhooks hear of it as of any close. Returns how many were closed.
+    pub(crate) fn close_quiet_events(&self, quiet: Duration) -> usize {
+        let now = SystemClock.now();
+        let open: Vec<String> = self
+            .book
+            .lock()
+            .expect("book")
+            .open
+            .keys()
+            .cloned()
+            .collect();
+        let mut closed = 0;
+        for name in open {
+            let e = {
+                let mut map = self.shard(&name).lock().expect("shard");
+                match map.get_mut(name.as_str()) {
+                    Some(Slot::Watched(w))
+                        if now.saturating_sub(w.last_arrival) >= quiet.as_secs() as i64 =>
+                    {
+                        w.tracker.close_now()
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(e) = e {
+                info!(series = %e.series, id = %e.id, "anomaly event closed: the series sent nothing for {quiet:?}");
+                self.record(Change::Closed(e));
+                closed += 1;
+            }
+        }
+        closed
+    }
+
     /// Open events and closed ones overlapping `[from, until]`, newest start first.
     pub(crate) fn events(&self, from: i64, until: i64) -> Vec<Event> {
         let book = self.book.lock().expect("book");
@@ -560,17 +604,27 @@ impl Sink for AnomalySink {
     }
 }
 
-/// Saves the state every `interval` until `stop`.
+/// Saves the state every `interval` until `stop`, and closes the events of series
+/// that went quiet for `close_quiet` (checked every tenth of it, at most every minute).
 pub(crate) async fn save_periodically(
     engine: Arc<Engine>,
     interval: Duration,
+    close_quiet: Duration,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    let tick = (close_quiet / 10).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    let mut next_save = tokio::time::Instant::now() + interval;
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep(tick.min(next_save.saturating_duration_since(tokio::time::Instant::now()))) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+        let e = engine.clone();
+        let _ = tokio::task::spawn_blocking(move || e.close_quiet_events(close_quiet)).await;
+        if tokio::time::Instant::now() < next_save {
+            continue;
+        }
+        next_save = tokio::time::Instant::now() + interval;
         let e = engine.clone();
         match tokio::task::spawn_blocking(move || e.save()).await {
             Ok(Ok(())) => {}
