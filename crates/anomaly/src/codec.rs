@@ -89,10 +89,10 @@ impl Detector {
         b.extend_from_slice(&st.first_ts.to_le_bytes());
         b.extend_from_slice(&self.config().season.to_le_bytes());
         b.extend_from_slice(&(st.profile.len() as u32).to_le_bytes());
-        for v in &st.profile {
+        for (v, _) in &st.profile {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        b.extend_from_slice(&st.profile_n);
+        b.extend(st.profile.iter().map(|(_, n)| *n));
         b.extend_from_slice(&st.resid_fast.to_le_bytes());
         b.extend_from_slice(&st.resid_usual.to_le_bytes());
         b.extend_from_slice(&st.resid_n.to_le_bytes());
@@ -229,10 +229,11 @@ impl Detector {
             if !v.is_finite() {
                 return Err(DecodeError::Invalid("non-finite profile value", r.at - 8));
             }
-            profile.push(v);
+            profile.push((v, 0));
         }
-        let mut profile_n = Vec::with_capacity(cfg.season_bins());
-        profile_n.extend_from_slice(r.take(len)?);
+        for (bin, &n) in profile.iter_mut().zip(r.take(len)?) {
+            bin.1 = n;
+        }
         let resid_fast = f64::from_bits(r.u64()?);
         let resid_usual = f64::from_bits(r.u64()?);
         let resid_n = r.u32()?;
@@ -266,7 +267,6 @@ impl Detector {
             usual_step,
             first_ts,
             profile,
-            profile_n,
             resid_fast,
             resid_usual,
             resid_n,

@@ -148,11 +148,10 @@ pub(crate) struct State {
     /// First accepted timestamp: the seasonal view waits for two seasons of history.
     pub(crate) first_ts: i64,
     /// Seasonal profile: per phase bin of the season, the usual value (empty when the
-    /// seasonal view is off).
-    pub(crate) profile: Vec<f64>,
-    /// Points each profile bin has learnt from (saturating): a bin's first points are
-    /// averaged, later ones weighted by `Config::season_rate`.
-    pub(crate) profile_n: Vec<u8>,
+    /// seasonal view is off) and the points the bin has learnt from (saturating: a
+    /// bin's first points are averaged, later ones weighted by `Config::season_rate`);
+    /// side by side, so a point reads one cache line of it.
+    pub(crate) profile: Vec<(f64, u8)>,
     /// Recent mean of the residuals from the profile (about `short` points).
     pub(crate) resid_fast: f64,
     /// Long-run typical absolute residual from the profile.
@@ -208,7 +207,6 @@ impl Detector {
             usual_step: 0.0,
             first_ts: 0,
             profile: Vec::with_capacity(cfg.season_bins()),
-            profile_n: Vec::with_capacity(cfg.season_bins()),
             resid_fast: 0.0,
             resid_usual: 0.0,
             resid_n: 0,
@@ -267,7 +265,7 @@ impl Detector {
             + self.st.table.len()
             + self.sorted.capacity() * 8
             + self.local_sorted.capacity() * 8
-            + self.cfg.season_bins() * 9
+            + self.cfg.season_bins() * std::mem::size_of::<(f64, u8)>()
     }
 
     /// Takes the point `(ts, value)` (ts in seconds) and returns its anomaly score in
@@ -357,7 +355,7 @@ impl Detector {
         if bins == 0 || self.st.profile.len() < bins {
             return (0.0, 0.0);
         }
-        let resid = x - self.st.profile[self.season_bin(ts)];
+        let resid = x - self.st.profile[self.season_bin(ts)].0;
         let fast = self.st.resid_fast + (resid - self.st.resid_fast) / self.cfg.short as f64;
         if ts.saturating_sub(self.st.first_ts) < 2 * self.cfg.season as i64 {
             return (0.0, fast);
@@ -375,11 +373,10 @@ impl Detector {
         }
         if self.st.profile.len() < bins {
             // Not yet a full profile: fill it with the first value.
-            self.st.profile.resize(bins, x);
-            self.st.profile_n.resize(bins, 0);
+            self.st.profile.resize(bins, (x, 0));
         }
         let b = self.season_bin(ts);
-        let resid = x - self.st.profile[b];
+        let resid = x - self.st.profile[b].0;
         self.st.resid_fast += (resid - self.st.resid_fast) / self.cfg.short as f64;
         if ts.saturating_sub(self.st.first_ts) >= self.cfg.season as i64 {
             let u = self.st.resid_usual;
@@ -392,9 +389,9 @@ impl Detector {
             self.st.resid_n = (n + 1).min(256);
             self.st.resid_usual += (d - u) / self.st.resid_n as f64;
         }
-        let n = &mut self.st.profile_n[b];
+        let (usual, n) = &mut self.st.profile[b];
         *n = n.saturating_add(1);
-        self.st.profile[b] += resid * self.cfg.season_rate.max(1.0 / *n as f64);
+        *usual += resid * self.cfg.season_rate.max(1.0 / *n as f64);
     }
 
     fn score(&mut self, ts: i64, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
