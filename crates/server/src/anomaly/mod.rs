@@ -5,8 +5,11 @@
 //!   protocol (carbon plaintext and pickle, HTTP ingest, GrowthForecast,
 //!   self-monitoring) writes through it. Once the store has taken a batch, each
 //!   watched series' points go through its detector in batch order, and the scores
-//!   are appended to the store as the companion series `_anomaly.<name>` (same
-//!   timestamps), which `anomalyScore(seriesList)` reads back.
+//!   above 0 are appended to the store as the companion series `_anomaly.<name>`
+//!   (same timestamps), which `anomalyScore(seriesList)` reads back (a scored point
+//!   without a stored score scored 0: see `AnomalyFeed::scored_from`).
+//! - Open events of series that stopped sending close after `close_quiet`
+//!   ([`Engine::close_quiet_events`]).
 //! - [`Engine`] holds the detectors (a sharded map, series → detector + event
 //!   tracker), the events (open ones and the most recent closed ones), the counters of
 //!   `/metrics`, and the webhook thread's handle.
