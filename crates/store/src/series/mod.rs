@@ -68,7 +68,23 @@ fn tree_path(name: &str) -> bool {
 
 impl SeriesIndex {
     /// Loads `series.log` from `dir` (cutting a torn tail) and opens it for appending.
+    #[cfg(test)]
     pub(crate) fn open(
+        dir: &Path,
+        partitions_per_level: u32,
+        repair: bool,
+    ) -> Result<(SeriesIndex, log::LoadReport), StoreError> {
+        let (mut idx, report) = Self::open_without_tree(dir, partitions_per_level, repair)?;
+        let tree = idx.build_tree();
+        idx.set_tree(tree);
+        Ok((idx, report))
+    }
+
+    /// [`open`](Self::open) without the metric tree, which `find` needs: the caller
+    /// builds it with [`build_tree`](Self::build_tree) (on another thread while it
+    /// opens the parts and replays the WAL, which need the rest) and installs it with
+    /// [`set_tree`](Self::set_tree) before anything is found.
+    pub(crate) fn open_without_tree(
         dir: &Path,
         partitions_per_level: u32,
         repair: bool,
@@ -78,6 +94,12 @@ impl SeriesIndex {
         let mut meta = Vec::new();
         let mut classes: Vec<Arc<ClassInfo>> = Vec::new();
         let mut deleted = DeletedSet::default();
+        // a version-2 log spends about 12 bytes a series: room for that many names up
+        // front spares the table its rehashes while millions load
+        let guess = std::fs::metadata(&path).map_or(0, |m| m.len() / 12) as usize;
+        names.reserve(guess, 0);
+        meta.reserve(guess);
+        let mut tagged = false;
         let report = log::load(&path, repair, |rec| match rec {
             LogRecord::Class {
                 id,
@@ -113,10 +135,10 @@ impl SeriesIndex {
                 if usize::from(class) >= classes.len() {
                     return Err(format!("series {id} names unknown class {class}"));
                 }
-                if names.find(name.as_bytes()).is_some() {
+                if names.push_absent(name.as_bytes()).is_none() {
                     return Err(format!("series {name:?} logged twice"));
                 }
-                names.push(name.as_bytes());
+                tagged |= name.contains(';');
                 meta.push(SeriesMeta { class, method, xff });
                 Ok(())
             }
@@ -135,24 +157,14 @@ impl SeriesIndex {
                     return Err(format!("rename of series {id} onto existing {name:?}"));
                 }
                 names.rename(id, name.as_bytes());
+                tagged |= name.contains(';');
                 Ok(())
             }
         })?;
-        // the tree holds the live names as they are now, so it is built after the log
-        let mut tree = Tree::default();
-        for id in 0..meta.len() as u32 {
-            if deleted.contains(id) {
-                continue;
-            }
-            if let Ok(name) = std::str::from_utf8(names.get_bytes(id)) {
-                if tree_path(name) {
-                    tree.insert(name, id);
-                }
-            }
-        }
         let log = SeriesLog::open(&path)?;
         let mut tags = TagIndex::new();
-        for id in 0..meta.len() as u32 {
+        // a scan of every name only when one of them is tagged
+        for id in (0..meta.len() as u32).filter(|_| tagged) {
             match std::str::from_utf8(names.get_bytes(id)) {
                 Ok(name) if name.contains(';') && !deleted.contains(id) => {
                     tags.insert(id, name);
@@ -166,7 +178,7 @@ impl SeriesIndex {
                 names,
                 meta,
                 classes,
-                tree,
+                tree: Tree::default(),
                 tags,
                 log,
                 partitions_per_level,
@@ -174,6 +186,29 @@ impl SeriesIndex {
             },
             report,
         ))
+    }
+
+    /// The metric tree of the live names as they are now (after the log's renames and
+    /// deletes), in id order.
+    pub(crate) fn build_tree(&self) -> Tree {
+        let mut tree = Tree::default();
+        let mut cache = tree::PathCache::default();
+        for id in 0..self.meta.len() as u32 {
+            if self.deleted.contains(id) {
+                continue;
+            }
+            if let Ok(name) = std::str::from_utf8(self.names.get_bytes(id)) {
+                if tree_path(name) {
+                    tree.insert_cached(name, id, &mut cache);
+                }
+            }
+        }
+        tree
+    }
+
+    /// Installs the tree [`build_tree`](Self::build_tree) made.
+    pub(crate) fn set_tree(&mut self, tree: Tree) {
+        self.tree = tree;
     }
 
     /// Ids handed out, deleted series included.
