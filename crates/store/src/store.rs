@@ -448,9 +448,11 @@ fn open_parts(
         tracing::info!(path = %p.display(), "removing a part file the manifest does not list");
         fs::remove_file(&p).map_err(|e| StoreError::io("remove", &p, e))?;
     }
-    for mp in &m.parts {
+    // each open reads and checks a part's whole index (about 10 bytes a series): the
+    // parts are opened on every core, then taken in the manifest's order
+    let check = |mp: &ManifestPart| {
         let path = part_path(dir, mp.file_id);
-        let opened = Part::open(&path).and_then(|part| {
+        Part::open(&path).and_then(|part| {
             let h = part.header;
             let want = ManifestPart {
                 file_id: h.file_id,
@@ -469,7 +471,49 @@ fn open_parts(
                 ));
             }
             Ok(part)
+        })
+    };
+    let mut opened: Vec<Option<Result<Part, StoreError>>> = Vec::new();
+    opened.resize_with(m.parts.len(), || None);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(m.parts.len())
+        .min(8);
+    if threads > 1 {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let work = || {
+            let mut got = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(mp) = m.parts.get(i) else { break };
+                got.push((i, check(mp)));
+            }
+            got
+        };
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (1..threads)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .name("sumi-open-parts".into())
+                        .spawn_scoped(s, work)
+                        .ok()
+                })
+                .collect();
+            let mut all = work();
+            for h in handles {
+                all.extend(h.join().unwrap_or_default());
+            }
+            for (i, r) in all {
+                if let Some(slot) = opened.get_mut(i) {
+                    *slot = Some(r);
+                }
+            }
         });
+    }
+    for (mp, done) in m.parts.iter().zip(opened) {
+        let path = part_path(dir, mp.file_id);
+        // a part no thread reached (one thread, or a panic) is opened here
+        let opened = done.unwrap_or_else(|| check(mp));
         match opened {
             Ok(part) => version.add(PartRef {
                 part: Arc::new(part),
