@@ -53,6 +53,9 @@ pub(crate) struct SeriesIndex {
     meta: Vec<SeriesMeta>,
     classes: Vec<Arc<ClassInfo>>,
     tree: Tree,
+    /// The last created series' path in the tree, so that a series created after its
+    /// sibling looks up only its own last node (cleared whenever nodes are removed).
+    tree_cache: tree::PathCache,
     tags: TagIndex,
     log: SeriesLog,
     partitions_per_level: u32,
@@ -179,6 +182,7 @@ impl SeriesIndex {
                 meta,
                 classes,
                 tree: Tree::default(),
+                tree_cache: tree::PathCache::default(),
                 tags,
                 log,
                 partitions_per_level,
@@ -209,6 +213,7 @@ impl SeriesIndex {
     /// Installs the tree [`build_tree`](Self::build_tree) made.
     pub(crate) fn set_tree(&mut self, tree: Tree) {
         self.tree = tree;
+        self.tree_cache = tree::PathCache::default();
     }
 
     /// Ids handed out, deleted series included.
@@ -228,6 +233,17 @@ impl SeriesIndex {
 
     pub(crate) fn lookup(&self, name: &[u8]) -> Option<u32> {
         self.names.find(name)
+    }
+
+    /// The hash [`lookup_hashed`](Self::lookup_hashed) and
+    /// [`create_hashed`](Self::create_hashed) take, so that a series created by a
+    /// write hashes its name once.
+    pub(crate) fn name_hash(&self, name: &[u8]) -> u64 {
+        self.names.hash(name)
+    }
+
+    pub(crate) fn lookup_hashed(&self, hash: u64, name: &[u8]) -> Option<u32> {
+        self.names.find_hashed(hash, name)
     }
 
     /// The rules of a live series; `None` for an unknown or deleted id (so the WAL
@@ -289,6 +305,16 @@ impl SeriesIndex {
     /// Creates a series (the caller checked it is absent); its records are queued in the
     /// log until [`write_log`](Self::write_log).
     pub(crate) fn create(&mut self, name: &str, cfg: &SeriesConfig) -> Result<u32, StoreError> {
+        self.create_hashed(name, self.name_hash(name.as_bytes()), cfg)
+    }
+
+    /// [`create`](Self::create) with the name's [`name_hash`](Self::name_hash).
+    pub(crate) fn create_hashed(
+        &mut self,
+        name: &str,
+        hash: u64,
+        cfg: &SeriesConfig,
+    ) -> Result<u32, StoreError> {
         let class = self.class_for(&cfg.retention)?;
         let id = u32::try_from(self.meta.len())
             .ok()
@@ -301,14 +327,14 @@ impl SeriesIndex {
             xff: cfg.xff,
             name,
         });
-        self.names.push(name.as_bytes());
+        self.names.push_hashed(hash, name.as_bytes());
         self.meta.push(SeriesMeta {
             class,
             method: cfg.method,
             xff: cfg.xff,
         });
         if tree_path(name) {
-            self.tree.insert(name, id);
+            self.tree.insert_cached(name, id, &mut self.tree_cache);
         }
         if name.contains(';') {
             self.tags.insert(id, name);

@@ -90,8 +90,12 @@ impl Names {
 
     /// Adds a name known to be absent; returns its id.
     pub(crate) fn push(&mut self, name: &[u8]) -> u32 {
+        self.push_hashed(self.hash(name), name)
+    }
+
+    /// [`push`](Self::push) of a name whose [`hash`](Self::hash) the caller has.
+    pub(crate) fn push_hashed(&mut self, hash: u64, name: &[u8]) -> u32 {
         let id = self.ends.len() as u32;
-        let hash = self.hash(name);
         self.arena.extend_from_slice(name);
         self.ends.push(self.arena.len() as u64);
         let Names {
