@@ -196,6 +196,8 @@ impl SeriesIndex {
     /// deletes), in id order.
     pub(crate) fn build_tree(&self) -> Tree {
         let mut tree = Tree::default();
+        // about a node a series (the leaf; its parents are shared), and a few more
+        tree.reserve(self.meta.len() + self.meta.len() / 16);
         let mut cache = tree::PathCache::default();
         for id in 0..self.meta.len() as u32 {
             if self.deleted.contains(id) {

@@ -139,6 +139,15 @@ impl Tree {
         self.nodes.get(id as usize)
     }
 
+    /// Room for `nodes` more nodes, so that a bulk load does not grow (and rehash) the
+    /// child table step by step.
+    pub(crate) fn reserve(&mut self, nodes: usize) {
+        self.nodes.reserve(nodes);
+        let state = &self.state;
+        self.children
+            .reserve(nodes, |&(p, s, _)| Self::child_hash(state, p, s));
+    }
+
     /// Adds the path of series `series` (dot-separated, no empty node).
     pub(crate) fn insert(&mut self, path: &str, series: u32) {
         let mut cur = ROOT;
