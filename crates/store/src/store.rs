@@ -135,9 +135,11 @@ impl Store {
         // at ten million series each is seconds of work
         let index_ref = &index;
         let (opened, tree) = std::thread::scope(|s| {
-            let builder = std::thread::Builder::new()
-                .name("sumi-open-tree".into())
-                .spawn_scoped(s, || index_ref.build_tree());
+            let builder = (!index_ref.tree_ready()).then(|| {
+                std::thread::Builder::new()
+                    .name("sumi-open-tree".into())
+                    .spawn_scoped(s, || index_ref.build_tree())
+            });
             let opened = (|| -> Result<_, StoreError> {
                 let index = index_ref;
                 let manifest = match Manifest::load(&dir) {
@@ -226,15 +228,17 @@ impl Store {
                 ))
             })();
             let tree = match builder {
-                Ok(h) => h.join().ok(),
-                Err(_) => None,
+                Some(Ok(h)) => h.join().ok(),
+                _ => None,
             };
             (opened, tree)
         });
         let (manifest, version, max_file_id, head, roll, replayed, rep, wal) = opened?;
         // a failed spawn (or a panic in it) leaves the tree to this thread
-        let tree = tree.unwrap_or_else(|| index.build_tree());
-        index.set_tree(tree);
+        if !index.tree_ready() {
+            let tree = tree.unwrap_or_else(|| index.build_tree());
+            index.set_tree(tree);
+        }
         tracing::info!(
             series = index.len(),
             parts = version.parts().count(),
