@@ -191,7 +191,7 @@ fn streamed_aggregates_hold_the_output_and_the_names_only() {
     );
     assert_eq!(n, 1);
     assert!(
-        streamed <= 2 * names + 2 * MIB,
+        streamed <= 2 * names + 8 * MIB,
         "streamed {streamed} B, names {names} B"
     );
     assert!(
@@ -220,7 +220,7 @@ fn streamed_aggregates_hold_the_output_and_the_names_only() {
         );
         assert_eq!(n, 1);
         assert!(
-            streamed <= 2 * names + 4 * name_len + 2 * MIB,
+            streamed <= 2 * names + 4 * name_len + 8 * MIB,
             "{streamed_t}: streamed {streamed} B, names {names} B, name {name_len} B"
         );
         assert!(

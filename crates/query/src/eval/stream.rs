@@ -38,9 +38,59 @@ use crate::series::Tags;
 
 use super::{substitute, RequestContext, Session, Substituted, Value};
 
-/// Series fetched and folded at a time: 256 series of a day at 30 s take 2.7 MB of
-/// values (16 bytes a slot), whatever the glob matches.
-const CHUNK: usize = 256;
+/// Series fetched and folded at a time, at first: 256 series of a day at 30 s take
+/// 2.7 MB of values (16 bytes a slot), whatever the glob matches.
+const FIRST_CHUNK: usize = 256;
+/// Then as many series as make about this many values (4 MiB), within the bounds
+/// below: short series in larger chunks, so that a million of them are not read in
+/// 4,000 fetches, each with its own plan and snapshot of the store.
+const CHUNK_VALUES: usize = 1 << 18;
+const MIN_CHUNK: usize = 16;
+const MAX_CHUNK: usize = 4096;
+
+/// Walks the lists' leaves a chunk at a time, each chunk sized after what the one
+/// before held.
+struct Chunks {
+    input: usize,
+    at: usize,
+    len: usize,
+}
+
+impl Chunks {
+    fn new() -> Chunks {
+        Chunks {
+            input: 0,
+            at: 0,
+            len: FIRST_CHUNK,
+        }
+    }
+
+    /// The next chunk: its list's index and names.
+    fn next<'n>(&mut self, names: &'n [Vec<String>]) -> Option<(usize, &'n [String])> {
+        loop {
+            let list = names.get(self.input)?;
+            let end = (self.at + self.len).min(list.len());
+            match list.get(self.at..end).filter(|c| !c.is_empty()) {
+                Some(chunk) => {
+                    self.at = end;
+                    return Some((self.input, chunk));
+                }
+                None => {
+                    self.input += 1;
+                    self.at = 0;
+                }
+            }
+        }
+    }
+
+    /// Sizes the next chunks after one of `series` series holding `values` values.
+    fn observe(&mut self, series: &[crate::series::TimeSeries]) {
+        let values: usize = series.iter().map(|s| s.values.len()).sum();
+        if let Some(per) = values.checked_div(series.len()) {
+            self.len = (CHUNK_VALUES / per.max(1)).clamp(MIN_CHUNK, MAX_CHUNK);
+        }
+    }
+}
 
 /// How many times the fold may start again at a new step (twice is enough unless
 /// series of new steps appear while the query runs).
@@ -385,13 +435,13 @@ impl Session<'_> {
             let mut again = false;
             // groupByTags: the `name` tag of every series so far, if they agree
             let mut common_name: Option<Option<String>> = None;
-            let chunks = plan
-                .inputs
-                .iter()
-                .zip(&names)
-                .flat_map(|(input, names)| names.chunks(CHUNK).map(move |c| (input, c)));
-            for (input, chunk) in chunks {
+            let mut chunks = Chunks::new();
+            while let Some((i, chunk)) = chunks.next(&names) {
+                let Some(input) = plan.inputs.get(i) else {
+                    break;
+                };
                 let series = self.read_chunk(ctx, input, chunk)?;
+                chunks.observe(&series);
                 for s in series {
                     if matches!(plan.group, Group::Tags { by_name: false, .. }) {
                         let name = s.tags.get("name").unwrap_or("");
@@ -536,13 +586,14 @@ impl Session<'_> {
         names: &[Vec<String>],
         groups: &mut Groups,
     ) -> Result<(), QueryError> {
-        let chunks = plan
-            .inputs
-            .iter()
-            .zip(names)
-            .flat_map(|(input, names)| names.chunks(CHUNK).map(move |c| (input, c)));
-        for (input, chunk) in chunks {
-            for s in self.read_chunk(ctx, input, chunk)? {
+        let mut chunks = Chunks::new();
+        while let Some((i, chunk)) = chunks.next(names) {
+            let Some(input) = plan.inputs.get(i) else {
+                break;
+            };
+            let series = self.read_chunk(ctx, input, chunk)?;
+            chunks.observe(&series);
+            for s in series {
                 let key = plan.group.key(&s);
                 if let Some(f) = groups
                     .index
