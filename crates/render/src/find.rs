@@ -143,10 +143,8 @@ pub fn tree_json(
         .map(|(name, (_, leaf))| (name, leaf))
         .collect();
     names.sort_unstable();
-    let (leaves, branches): (Vec<(&str, bool)>, Vec<(&str, bool)>) =
-        names.into_iter().partition(|&(_, leaf)| leaf);
-    let branches = branches.into_iter().map(|(name, _)| name);
-    let leaves = leaves.into_iter().map(|(name, _)| name);
+    let branches = names.iter().filter(|n| !n.1).map(|n| n.0);
+    let leaves = names.iter().filter(|n| n.1).map(|n| n.0);
     for name in branches {
         tree_entry(&mut w, &unquote_plus(name), &format!("{base}{name}"), false);
     }
