@@ -147,6 +147,8 @@
 //! # webhook_timeout = "10s"
 //! # save_interval = "5m"
 //! # keep_events = 10000
+//! # an open event whose series sends nothing for this long is closed
+//! # close_quiet = "30m"
 //!
 //! [log]
 //! # tracing filter, e.g. "info" or "sumi=debug,info"; RUST_LOG wins when set.
@@ -200,6 +202,7 @@ pub(crate) struct AnomalyEventsSection {
     pub(crate) webhook_timeout: Option<String>,
     pub(crate) save_interval: Option<String>,
     pub(crate) keep_events: Option<usize>,
+    pub(crate) close_quiet: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -533,6 +536,12 @@ fn anomaly_from(
     if let Some(n) = ev.keep_events {
         o.keep_events = n;
     }
+    if let Some(d) = dur("close_quiet", &ev.close_quiet)? {
+        if d.is_zero() {
+            bail!("anomaly_events.close_quiet must be above 0");
+        }
+        o.close_quiet = d;
+    }
     Ok(o)
 }
 
@@ -810,7 +819,8 @@ mod tests {
         let file: FileConfig = toml::from_str(
             "[[anomaly]]\nmatch = \"a.*\"\nalarm = 0.7\n[[anomaly]]\ntags = [\"dc=eu\"]\n\
              [anomaly_events]\nwebhooks = [\"http://127.0.0.1:9/x\"]\nwebhook_attempts = 3\n\
-             webhook_backoff = \"2s\"\nsave_interval = \"1m\"\nkeep_events = 50\n",
+             webhook_backoff = \"2s\"\nsave_interval = \"1m\"\nkeep_events = 50\n\
+             close_quiet = \"90s\"\n",
         )
         .unwrap();
         let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
@@ -823,6 +833,7 @@ mod tests {
         assert_eq!(a.webhooks.backoff, Duration::from_secs(2));
         assert_eq!(a.save_interval, Duration::from_secs(60));
         assert_eq!(a.keep_events, 50);
+        assert_eq!(a.close_quiet, Duration::from_secs(90));
         for (text, says) in [
             (
                 "[anomaly_events]\nwebhooks = [\"ftp://x\"]\n",
