@@ -9,6 +9,13 @@
 # first point sent to the last one applied, and the CPU-seconds every process of the
 # cluster used meanwhile (Kafka, the ingest node, the storage nodes; the load
 # generator apart).
+#
+# With SUMI_BENCH_SINGLE=1 it then runs the same load against a single sumi node that
+# `sumi bench` starts (same binary, `--no-selfmon`, data in a temporary directory) and
+# prints that node's points/s and points per CPU-second beside the cluster's, and the
+# ratios, so that both figures come from the same moment of a shared machine.
+# SUMI_BENCH_PREFIX (default `bench`) names the series: a warm-up run with another
+# prefix leaves the measured run's series new, as the single node's are.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 [ $# -ge 1 ] || die "usage: cluster-bench.sh DIR [SERIES] [POINTS]"
@@ -53,7 +60,7 @@ t0 = time.monotonic()
 bench = subprocess.Popen(
     [env["SUMI_BIN"], "bench", "--carbon", env["INGEST_CARBON"], "--http", env["INGEST_HTTP"],
      "--series", str(series), "--points", str(points), "--no-progress", "--probes", "0",
-     "--stall-timeout", "3600"],
+     "--stall-timeout", "3600", "--prefix", os.environ.get("SUMI_BENCH_PREFIX", "bench")],
     stdout=subprocess.DEVNULL, stderr=open(os.path.join(dir, "bench.log"), "w"))
 # the clock starts when Kafka acknowledges the first batch (the generator first
 # builds its payload)
@@ -87,4 +94,15 @@ print("points %d (each stored twice) in %.2f s from the first acknowledged batch
 print("cpu-seconds: " + ", ".join("%s %.2f" % (k, v) for k, v in used.items()) + "; total %.2f" % all_cpu)
 print("points per cpu-second (cluster processes): %.0f" % (total / all_cpu))
 print("load generator cpu-seconds: %.2f" % bench_cpu)
+if os.environ.get("SUMI_BENCH_SINGLE") == "1":
+    import json
+    out = subprocess.run(
+        [env["SUMI_BIN"], "bench", "--series", str(series), "--points", str(points),
+         "--probes", "0", "--no-progress", "--json", "--server-arg", "--no-selfmon",
+         "--stall-timeout", "3600"],
+        check=True, stdout=subprocess.PIPE, stderr=open(os.path.join(dir, "bench-single.log"), "w"))
+    r = json.loads(out.stdout)
+    pps, ppc = r["points_per_sec"], r["points_per_cpu_sec"]
+    print("single node: %.0f points/s, %.0f points per cpu-second (server), load generator cpu-seconds %.2f" % (pps, ppc, r.get("client_cpu_secs") or 0))
+    print("cluster / single node: points/s %.2f, points per cpu-second %.2f" % (total / elapsed / pps, total / all_cpu / ppc))
 PY

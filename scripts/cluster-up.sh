@@ -16,7 +16,9 @@
 # 1 + p mod 3 and 1 + (p + 1) mod 3; an append waits up to
 # $SUMI_CLUSTER_APPEND_TIMEOUT_MS (default 10000) for Kafka. Every node lists the
 # storage nodes as [[cluster.peers]], so any node answers reads for the whole cluster
-# (a read waits $SUMI_CLUSTER_READ_TIMEOUT_MS, default 5000, for one peer). The sumi binary is $SUMI_BIN, or the newest of
+# (a read waits $SUMI_CLUSTER_READ_TIMEOUT_MS, default 5000, for one peer).
+# $SUMI_CLUSTER_SETTINGS, when set, is written into every node's [cluster] section (for
+# example 'compression = "zstd"'). The sumi binary is $SUMI_BIN, or the newest of
 # target/{debug,release}/sumi. scripts/cluster-node.sh starts, stops or kills a storage
 # node; scripts/cluster-down.sh stops everything.
 set -euo pipefail
@@ -101,6 +103,7 @@ node_id = $n
 owned_partitions = [$owned]
 append_timeout_ms = ${SUMI_CLUSTER_APPEND_TIMEOUT_MS:-10000}
 read_timeout_ms = ${SUMI_CLUSTER_READ_TIMEOUT_MS:-5000}
+${SUMI_CLUSTER_SETTINGS:-}
 $peers
 TOML
   if [ "$n" = 0 ]; then

@@ -5,6 +5,7 @@
 //! point. Accepted: the batch grew by exactly the points the record claims, and
 //! re-encoding those points with the record's arrival time decodes to the same points
 //! (the bytes may differ: varints may be spelled long, names repeated in full).
+//! `peek_arrival` reads the same arrival time as the decoder from any accepted record.
 //! Refused: a `RecordError` with a message, the batch as it was. Odd: points built from the input (names from a small
 //! alphabet, timestamps and values as raw bits) are encoded and must decode to exactly
 //! those points, bit for bit.
@@ -12,7 +13,7 @@
 //! The seed corpus is generated: [`seeds`].
 
 use crate::Input;
-use sumi_cluster::record::{decode_into, encode};
+use sumi_cluster::record::{decode_into, encode, peek_arrival};
 use sumi_model::Batch;
 
 fn points(b: &Batch) -> Vec<(String, i64, u64)> {
@@ -36,8 +37,10 @@ fn decode_check(bytes: &[u8]) {
     let mut batch = Batch::new();
     batch.push("before", 1, 2.0);
     let before = points(&batch);
+    let peeked = peek_arrival(bytes);
     match decode_into(bytes, &mut batch) {
         Ok(d) => {
+            assert_eq!(peeked, Some(d.arrival), "peek_arrival vs decode_into");
             assert_eq!(
                 batch.len(),
                 1 + d.points as usize,

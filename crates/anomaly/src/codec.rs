@@ -1,7 +1,7 @@
 //! A detector's state as bytes, to survive restarts.
 //!
 //! ```text
-//! magic "SUMIANO" | version u8 (3)
+//! magic "SUMIANO" | version u8 (4)
 //! window u32 | context u32 | table_bits u32          sizes: must match the Config
 //! last_ts i64 | has_last_ts u8 | seen u64 | ignored u64 | step f64
 //! ring_len u32 | head u32 | ring_len × f64
@@ -11,6 +11,7 @@
 //! first_ts i64 | season u64 | profile_len u32 | profile_len × f64   season: must match
 //! profile_len × u8 (points learnt per profile bin)
 //! resid_fast f64 | resid_usual f64 | resid_n u32
+//! has_first_scored u8 | first_scored i64
 //! crc32c u32 of everything before it
 //! ```
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
@@ -18,7 +19,8 @@
 //!
 //! Every accepted input saves back to exactly itself (the fuzz target checks this).
 //! Version 1 (before the seasonal view: 5 peaks, no seasonal part, a 4,096-cell table
-//! by default) and version 2 (before the local view: 6 peaks) are refused with
+//! by default), version 2 (before the local view: 6 peaks) and version 3 (before
+//! the time of the first score was kept) are refused with
 //! [`DecodeError::Version`], so the server relearns such a series (or replays its
 //! stored history) rather than restoring half a state.
 
@@ -26,7 +28,7 @@ use crate::config::Config;
 use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 
 /// Why saved state could not be restored.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -87,13 +89,15 @@ impl Detector {
         b.extend_from_slice(&st.first_ts.to_le_bytes());
         b.extend_from_slice(&self.config().season.to_le_bytes());
         b.extend_from_slice(&(st.profile.len() as u32).to_le_bytes());
-        for v in &st.profile {
+        for (v, _) in &st.profile {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        b.extend_from_slice(&st.profile_n);
+        b.extend(st.profile.iter().map(|(_, n)| *n));
         b.extend_from_slice(&st.resid_fast.to_le_bytes());
         b.extend_from_slice(&st.resid_usual.to_le_bytes());
         b.extend_from_slice(&st.resid_n.to_le_bytes());
+        b.push(u8::from(st.first_scored.is_some()));
+        b.extend_from_slice(&st.first_scored.unwrap_or(0).to_le_bytes());
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
@@ -169,7 +173,7 @@ impl Detector {
             return Err(DecodeError::Invalid("bad context length", r.at - 4));
         }
         let max_bin = cfg.max_bin as i8;
-        let mut bins = Vec::with_capacity(cfg.context);
+        let mut bins = crate::detector::Bins::default();
         for &v in r.take(bins_len)? {
             let v = v as i8;
             if !(-max_bin..=max_bin).contains(&v) {
@@ -225,10 +229,11 @@ impl Detector {
             if !v.is_finite() {
                 return Err(DecodeError::Invalid("non-finite profile value", r.at - 8));
             }
-            profile.push(v);
+            profile.push((v, 0));
         }
-        let mut profile_n = Vec::with_capacity(cfg.season_bins());
-        profile_n.extend_from_slice(r.take(len)?);
+        for (bin, &n) in profile.iter_mut().zip(r.take(len)?) {
+            bin.1 = n;
+        }
         let resid_fast = f64::from_bits(r.u64()?);
         let resid_usual = f64::from_bits(r.u64()?);
         let resid_n = r.u32()?;
@@ -237,6 +242,11 @@ impl Detector {
         {
             return Err(DecodeError::Invalid("bad seasonal residual", r.at - 20));
         }
+        let first_scored = match (r.u8()?, r.u64()? as i64) {
+            (0, 0) => None,
+            (1, t) => Some(t),
+            _ => return Err(DecodeError::Invalid("bad first score time", r.at - 9)),
+        };
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
         }
@@ -257,10 +267,10 @@ impl Detector {
             usual_step,
             first_ts,
             profile,
-            profile_n,
             resid_fast,
             resid_usual,
             resid_n,
+            first_scored,
         };
         Ok(Detector::from_state(cfg, st))
     }
@@ -308,7 +318,7 @@ mod tests {
         for i in 0..700 {
             det.update(i * 300, (i % 17) as f64);
         }
-        for version in [1u8, 2, 9] {
+        for version in [1u8, 2, 3, 9] {
             let mut b = det.save();
             b[7] = version;
             let n = b.len() - 4;
@@ -316,7 +326,7 @@ mod tests {
             b[n..].copy_from_slice(&crc.to_le_bytes());
             let err = Detector::restore(Config::default(), &b).unwrap_err();
             assert_eq!(err, DecodeError::Version(version));
-            assert!(err.to_string().contains("reads version 3 only"), "{err}");
+            assert!(err.to_string().contains("reads version 4 only"), "{err}");
         }
     }
 

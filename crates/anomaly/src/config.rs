@@ -76,6 +76,11 @@ pub struct Config {
     pub local: usize,
     /// Robust z-score against the short window at which the local view scores 0.5.
     pub local_half: f64,
+    /// Scores below this are given as exactly 0 ("nothing unusual"): the server stores
+    /// no point for a score of 0 (`anomalyScore` answers 0 where the series has a
+    /// scored point and no stored score), so a calm series costs almost no writes.
+    /// At most `alarm`; it does not change which points alarm.
+    pub quiet: f64,
 }
 
 impl Default for Config {
@@ -109,6 +114,7 @@ impl Default for Config {
             season_half: 3.0,
             local: 64,
             local_half: 20.0,
+            quiet: 0.3,
         }
     }
 }
@@ -160,6 +166,7 @@ impl Config {
             "season_half" => self.season_half = num(key, value)?,
             "local" => self.local = num(key, value)?,
             "local_half" => self.local_half = num(key, value)?,
+            "quiet" => self.quiet = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -217,10 +224,14 @@ impl Config {
             ("damp", self.damp),
             ("peak_decay", self.peak_decay),
             ("season_rate", self.season_rate),
+            ("quiet", self.quiet),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));
             }
+        }
+        if self.quiet > self.alarm {
+            return bad("quiet must be at most alarm");
         }
         if !(self.incident_cap.is_finite() && self.incident_cap >= 0.0) {
             return bad("incident_cap must be >= 0");

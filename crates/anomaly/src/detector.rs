@@ -44,7 +44,25 @@ pub struct Views {
     pub season: f64,
 }
 
+/// A view's score from its surprise `z` (1 = its "half" setting): `1 − 2^(−z²)`.
+fn half_one(z: f64) -> f64 {
+    1.0 - (-z * z * std::f64::consts::LN_2).exp()
+}
+
 impl Views {
+    /// The view scores of the surprises `zs` (point, level, spread, pattern, gap,
+    /// season, local; the point view reports the larger of the point and local ones).
+    fn from_surprises(zs: &[f64; VIEWS]) -> Views {
+        Views {
+            point: half_one(zs[0]).max(half_one(zs[6])),
+            level: half_one(zs[1]),
+            spread: half_one(zs[2]),
+            pattern: half_one(zs[3]),
+            gap: half_one(zs[4]),
+            season: half_one(zs[5]),
+        }
+    }
+
     /// The view that contributed most, as a short word.
     pub fn reason(&self) -> &'static str {
         let all = [
@@ -65,6 +83,40 @@ impl Views {
     }
 }
 
+/// The last quantised values of the pattern view (at most 15: `context` is at most
+/// 16), kept inline rather than in a separate allocation: one less cache line to
+/// fetch per point when many series are watched. Unused cells are 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Bins {
+    v: [i8; 16],
+    len: u8,
+}
+
+impl Bins {
+    pub(crate) fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, i8> {
+        self.v[..self.len()].iter()
+    }
+
+    /// Appends `b`; the caller keeps the length below 16 (`context - 1`).
+    pub(crate) fn push(&mut self, b: i8) {
+        self.v[self.len()] = b;
+        self.len += 1;
+    }
+
+    pub(crate) fn remove_first(&mut self) {
+        let n = self.len();
+        if n > 0 {
+            self.v.copy_within(1..n, 0);
+            self.v[n - 1] = 0;
+            self.len -= 1;
+        }
+    }
+}
+
 /// Everything the detector learnt; saved and restored by [`crate::codec`].
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct State {
@@ -79,7 +131,7 @@ pub(crate) struct State {
     pub(crate) ring: Vec<f64>,
     pub(crate) head: usize,
     /// The last `context - 1` quantised values, oldest first.
-    pub(crate) bins: Vec<i8>,
+    pub(crate) bins: Bins,
     /// Context counts (saturating), halved every `table.len() * 4` insertions.
     pub(crate) table: Vec<u8>,
     pub(crate) inserts: u64,
@@ -96,11 +148,10 @@ pub(crate) struct State {
     /// First accepted timestamp: the seasonal view waits for two seasons of history.
     pub(crate) first_ts: i64,
     /// Seasonal profile: per phase bin of the season, the usual value (empty when the
-    /// seasonal view is off).
-    pub(crate) profile: Vec<f64>,
-    /// Points each profile bin has learnt from (saturating): a bin's first points are
-    /// averaged, later ones weighted by `Config::season_rate`.
-    pub(crate) profile_n: Vec<u8>,
+    /// seasonal view is off) and the points the bin has learnt from (saturating: a
+    /// bin's first points are averaged, later ones weighted by `Config::season_rate`);
+    /// side by side, so a point reads one cache line of it.
+    pub(crate) profile: Vec<(f64, u8)>,
     /// Recent mean of the residuals from the profile (about `short` points).
     pub(crate) resid_fast: f64,
     /// Long-run typical absolute residual from the profile.
@@ -108,6 +159,8 @@ pub(crate) struct State {
     /// Residuals `resid_usual` has learnt from (saturating at 256): its first ones are
     /// averaged, so it starts at the right size.
     pub(crate) resid_n: u32,
+    /// Time of the first scored point (the end of the warm-up).
+    pub(crate) first_scored: Option<i64>,
 }
 
 /// One series' detector. Feed it the series' points in time order with [`update`].
@@ -117,7 +170,9 @@ pub(crate) struct State {
 pub struct Detector {
     cfg: Config,
     pub(crate) st: State,
-    views: Views,
+    /// The views' surprises behind the last score (`None`: no score); [`Detector::views`]
+    /// turns them into view scores only when asked, which is rarely on the ingest path.
+    zs: Option<[f64; VIEWS]>,
     /// The long window's values in ascending order (`f64::total_cmp`), kept beside the
     /// ring so the median and the median absolute deviation cost O(log n) per point.
     /// Not saved: rebuilt from the ring on restore.
@@ -139,9 +194,10 @@ impl Detector {
             seen: 0,
             ignored: 0,
             step: 0.0,
-            ring: Vec::with_capacity(cfg.window),
+            // grown as the window fills (a young series touches little memory)
+            ring: Vec::new(),
             head: 0,
-            bins: Vec::with_capacity(cfg.context),
+            bins: Bins::default(),
             table: vec![0; 1 << cfg.table_bits],
             inserts: 0,
             since_alarm: u64::MAX,
@@ -151,17 +207,16 @@ impl Detector {
             usual_step: 0.0,
             first_ts: 0,
             profile: Vec::with_capacity(cfg.season_bins()),
-            profile_n: Vec::with_capacity(cfg.season_bins()),
             resid_fast: 0.0,
             resid_usual: 0.0,
             resid_n: 0,
+            first_scored: None,
         };
         Detector::from_state(cfg, st)
     }
 
     pub(crate) fn from_state(cfg: Config, st: State) -> Detector {
-        let mut sorted = Vec::with_capacity(cfg.window);
-        sorted.extend_from_slice(&st.ring);
+        let mut sorted = st.ring.clone();
         sorted.sort_unstable_by(f64::total_cmp);
         let n = st.ring.len();
         let mut local_sorted: Vec<f64> = (0..cfg.local.min(n))
@@ -173,7 +228,7 @@ impl Detector {
             sorted,
             cfg,
             st,
-            views: Views::default(),
+            zs: None,
         }
     }
 
@@ -186,6 +241,11 @@ impl Detector {
         self.st.ignored
     }
 
+    /// Time of the first point given a score (the end of the warm-up), `None` before.
+    pub fn first_scored(&self) -> Option<i64> {
+        self.st.first_scored
+    }
+
     /// Points accepted so far.
     pub fn seen(&self) -> u64 {
         self.st.seen
@@ -193,7 +253,8 @@ impl Detector {
 
     /// The per-view scores behind the last score.
     pub fn views(&self) -> Views {
-        self.views
+        self.zs
+            .map_or_else(Views::default, |zs| Views::from_surprises(&zs))
     }
 
     /// Bytes the detector's state takes in memory (its saved form is about the same).
@@ -204,7 +265,7 @@ impl Detector {
             + self.st.table.len()
             + self.sorted.capacity() * 8
             + self.local_sorted.capacity() * 8
-            + self.cfg.season_bins() * 9
+            + self.cfg.season_bins() * std::mem::size_of::<(f64, u8)>()
     }
 
     /// Takes the point `(ts, value)` (ts in seconds) and returns its anomaly score in
@@ -222,7 +283,7 @@ impl Detector {
                 Some(self.score(ts, value, dt, med, spread))
             }
             _ => {
-                self.views = Views::default();
+                self.zs = None;
                 None
             }
         };
@@ -234,19 +295,24 @@ impl Detector {
         self.st.last_ts = Some(ts);
         self.st.seen += 1;
         if let Some(s) = score {
+            if self.st.first_scored.is_none() {
+                self.st.first_scored = Some(ts);
+            }
             if s >= self.cfg.alarm {
                 self.st.since_alarm = 0;
             } else {
                 self.st.since_alarm = self.st.since_alarm.saturating_add(1);
             }
         }
-        score
+        score.map(|s| if s < self.cfg.quiet { 0.0 } else { s })
     }
 
     /// The k-th newest value in the long window (0 = newest).
     fn back(&self, k: usize) -> f64 {
+        // head <= n and k < n, so one subtraction wraps (no division per value)
         let n = self.st.ring.len();
-        self.st.ring[(self.st.head + n - 1 - k) % n]
+        let i = self.st.head + n - 1 - k;
+        self.st.ring[if i >= n { i - n } else { i }]
     }
 
     /// Median and robust spread of the long window, from the sorted copy: the median is
@@ -260,7 +326,15 @@ impl Detector {
         let mut spread = 1.4826 * kth_abs_dev(v, mid, mid);
         if spread <= 0.0 {
             // Mostly constant series: the mean absolute deviation still sees the rare moves.
-            let abs_sum: f64 = v.iter().map(|x| (x - med).abs()).sum();
+            // The run of values equal to the median adds nothing (sorted: one run), so
+            // only the values outside it are summed, in the same order.
+            let lo = v.partition_point(|p| p.total_cmp(&med).is_lt());
+            let hi = v.partition_point(|p| p.total_cmp(&med).is_le());
+            let abs_sum: f64 = v[..lo]
+                .iter()
+                .chain(&v[hi..])
+                .map(|x| (x - med).abs())
+                .sum();
             spread = 1.2533 * abs_sum / n as f64;
         }
         let floor = 1e-9 * (1.0 + med.abs());
@@ -281,7 +355,7 @@ impl Detector {
         if bins == 0 || self.st.profile.len() < bins {
             return (0.0, 0.0);
         }
-        let resid = x - self.st.profile[self.season_bin(ts)];
+        let resid = x - self.st.profile[self.season_bin(ts)].0;
         let fast = self.st.resid_fast + (resid - self.st.resid_fast) / self.cfg.short as f64;
         if ts.saturating_sub(self.st.first_ts) < 2 * self.cfg.season as i64 {
             return (0.0, fast);
@@ -299,11 +373,10 @@ impl Detector {
         }
         if self.st.profile.len() < bins {
             // Not yet a full profile: fill it with the first value.
-            self.st.profile.resize(bins, x);
-            self.st.profile_n.resize(bins, 0);
+            self.st.profile.resize(bins, (x, 0));
         }
         let b = self.season_bin(ts);
-        let resid = x - self.st.profile[b];
+        let resid = x - self.st.profile[b].0;
         self.st.resid_fast += (resid - self.st.resid_fast) / self.cfg.short as f64;
         if ts.saturating_sub(self.st.first_ts) >= self.cfg.season as i64 {
             let u = self.st.resid_usual;
@@ -316,23 +389,19 @@ impl Detector {
             self.st.resid_n = (n + 1).min(256);
             self.st.resid_usual += (d - u) / self.st.resid_n as f64;
         }
-        let n = &mut self.st.profile_n[b];
+        let (usual, n) = &mut self.st.profile[b];
         *n = n.saturating_add(1);
-        self.st.profile[b] += resid * self.cfg.season_rate.max(1.0 / *n as f64);
+        *usual += resid * self.cfg.season_rate.max(1.0 / *n as f64);
     }
 
     fn score(&mut self, ts: i64, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
         let cfg = &self.cfg;
-        let half = |z: f64, h: f64| 1.0 - (-(z / h) * (z / h) * std::f64::consts::LN_2).exp();
-
-        let point = half((x - med).abs() / spread, cfg.point_half);
 
         let short = cfg.short.min(self.st.ring.len() + 1);
         let mut sum = x;
         for k in 0..short - 1 {
             sum += self.back(k);
         }
-        let level = half((sum / short as f64 - med).abs() / spread, cfg.level_half);
 
         // Spread of the last points as the mean step between neighbours, against the
         // long-run typical step: seasonality moves the level, not the step, so a smooth
@@ -350,7 +419,6 @@ impl Detector {
         } else {
             -log_ratio / cfg.calm_half.ln()
         };
-        let spread_score = half(z_spread, 1.0);
 
         let key = self.context_key(self.quantise(x, med, spread));
         let novel = if self.st.table[key] == 0 { 1.0 } else { 0.0 };
@@ -359,25 +427,11 @@ impl Detector {
             / self.st.novel_slow.max(0.02)
             / cfg.pattern_half;
         self.st.novel_slow += (novel - self.st.novel_slow) / 1024.0;
-        let pattern = half(z_pattern, 1.0);
-
-        let gap = match dt {
-            Some(dt) if self.st.step > 0.0 => half(dt / self.st.step, cfg.gap_half),
-            _ => 0.0,
-        };
 
         let (z_season, _) = self.season_z(ts, x, eps);
         let z_local = self.local_z(x, spread, eps);
         let cfg = &self.cfg;
 
-        self.views = Views {
-            point: point.max(half(z_local, 1.0)),
-            level,
-            spread: spread_score,
-            pattern,
-            gap,
-            season: half(z_season, 1.0),
-        };
         let zs = [
             (x - med).abs() / spread / cfg.point_half,
             (sum / short as f64 - med).abs() / spread / cfg.level_half,
@@ -416,14 +470,15 @@ impl Detector {
             }
             1.0 - (-r * r * std::f64::consts::LN_2).exp()
         } else {
-            self.views
-                .point
-                .max(level)
-                .max(spread_score)
-                .max(pattern)
-                .max(gap)
-                .max(self.views.season)
+            let v = Views::from_surprises(&zs);
+            v.point
+                .max(v.level)
+                .max(v.spread)
+                .max(v.pattern)
+                .max(v.gap)
+                .max(v.season)
         };
+        self.zs = Some(zs);
         let out = if self.st.since_alarm < cfg.suppress as u64 {
             raw * cfg.damp
         } else {
@@ -494,7 +549,7 @@ impl Detector {
             }
             if self.cfg.context > 1 {
                 if self.st.bins.len() + 1 >= self.cfg.context {
-                    self.st.bins.remove(0);
+                    self.st.bins.remove_first();
                 }
                 self.st.bins.push(bin);
             }
@@ -519,27 +574,17 @@ impl Detector {
         if self.cfg.local > 0 {
             if self.local_sorted.len() >= self.cfg.local {
                 let old = self.back(self.cfg.local - 1);
-                let at = self
-                    .local_sorted
-                    .binary_search_by(|p| p.total_cmp(&old))
-                    .expect("local value in its sorted copy");
-                self.local_sorted.remove(at);
+                replace_sorted(&mut self.local_sorted, old, x);
+            } else {
+                insert_sorted(&mut self.local_sorted, x);
             }
-            let at = self
-                .local_sorted
-                .partition_point(|p| p.total_cmp(&x).is_lt());
-            self.local_sorted.insert(at, x);
         }
         if self.st.ring.len() == self.cfg.window {
             let old = self.st.ring[self.st.head];
-            let at = self
-                .sorted
-                .binary_search_by(|p| p.total_cmp(&old))
-                .expect("window value in its sorted copy");
-            self.sorted.remove(at);
+            replace_sorted(&mut self.sorted, old, x);
+        } else {
+            insert_sorted(&mut self.sorted, x);
         }
-        let at = self.sorted.partition_point(|p| p.total_cmp(&x).is_lt());
-        self.sorted.insert(at, x);
         if self.st.ring.len() < self.cfg.window {
             self.st.ring.push(x);
             self.st.head = self.st.ring.len() % self.cfg.window;
@@ -547,6 +592,30 @@ impl Detector {
             self.st.ring[self.st.head] = x;
             self.st.head = (self.st.head + 1) % self.cfg.window;
         }
+    }
+}
+
+/// Inserts `x` into the ascending (`f64::total_cmp`) `v`, before any equal values.
+fn insert_sorted(v: &mut Vec<f64>, x: f64) {
+    let at = v.partition_point(|p| p.total_cmp(&x).is_lt());
+    v.insert(at, x);
+}
+
+/// Replaces one value equal to `old` by `x` in the ascending `v`, leaving exactly what
+/// removing `old` and then [`insert_sorted`] would: only the values between the two
+/// places move, one step (instead of two moves of everything after each place).
+fn replace_sorted(v: &mut [f64], old: f64, x: f64) {
+    let a = v
+        .binary_search_by(|p| p.total_cmp(&old))
+        .expect("window value in its sorted copy");
+    // values below x in the full slice; `old` is among them exactly when old < x
+    let b = v.partition_point(|p| p.total_cmp(&x).is_lt());
+    if b > a {
+        v.copy_within(a + 1..b, a);
+        v[b - 1] = x;
+    } else {
+        v.copy_within(b..a, b + 1);
+        v[b] = x;
     }
 }
 
@@ -578,7 +647,33 @@ fn kth_abs_dev(v: &[f64], mid: usize, k: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::kth_abs_dev;
+    use super::{insert_sorted, kth_abs_dev, replace_sorted};
+
+    /// Replacing in place leaves what removing and inserting leaves, ties included.
+    #[test]
+    fn replace_sorted_matches_remove_and_insert() {
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m) as f64 - (m / 2) as f64
+        };
+        for n in 1..40 {
+            let mut v: Vec<f64> = (0..n).map(|_| next(7)).collect();
+            v.sort_unstable_by(f64::total_cmp);
+            for _ in 0..50 {
+                let old = v[next(n as u64).abs() as usize % n];
+                let x = next(9) * 0.5;
+                let mut want = v.clone();
+                let at = want.binary_search_by(|p| p.total_cmp(&old)).unwrap();
+                want.remove(at);
+                insert_sorted(&mut want, x);
+                replace_sorted(&mut v, old, x);
+                assert_eq!(v, want, "n {n} old {old} x {x}");
+            }
+        }
+    }
 
     /// The bisection agrees with sorting all distances, with ties and odd/even lengths.
     #[test]

@@ -91,6 +91,14 @@ impl Tracker {
         10
     }
 
+    /// Closes the open event now (its series went quiet), if there is one.
+    pub fn close_now(&mut self) -> Option<Event> {
+        let mut e = self.open.take()?;
+        e.open = false;
+        self.quiet = 0;
+        Some(e)
+    }
+
     /// Takes the score of the point at `ts` with the detector's views of it.
     pub fn observe(
         &mut self,

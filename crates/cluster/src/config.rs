@@ -40,6 +40,10 @@ pub struct ClusterConfig {
     /// How long the producer gathers records before sending them (ms).
     #[serde(default = "default_linger_ms")]
     pub linger_ms: u32,
+    /// The producer's compression of record batches: `none`, `lz4`, `zstd`, `snappy`
+    /// or `gzip` (see docs/cluster.md for what each cost when measured).
+    #[serde(default = "default_compression")]
+    pub compression: String,
     /// How long an append waits for Kafka's acknowledgement before the sink answers
     /// "unavailable" (the client retries; nothing acknowledged is lost) (ms).
     #[serde(default = "default_append_timeout_ms")]
@@ -88,6 +92,12 @@ fn default_partitions() -> u32 {
 fn default_linger_ms() -> u32 {
     5
 }
+/// None: on the loopback link measured, lz4 cost more CPU (the ingest node
+/// compressing, Kafka and every consumer decompressing) than the bytes it saved
+/// (docs/cluster.md, "Throughput").
+fn default_compression() -> String {
+    "none".to_string()
+}
 fn default_append_timeout_ms() -> u32 {
     10_000
 }
@@ -121,6 +131,12 @@ impl ClusterConfig {
         }
         if self.topic.is_empty() {
             return Err("cluster.topic is empty".into());
+        }
+        if !["none", "lz4", "zstd", "snappy", "gzip"].contains(&self.compression.as_str()) {
+            return Err(format!(
+                "cluster.compression is {:?}: it must be none, lz4, zstd, snappy or gzip",
+                self.compression
+            ));
         }
         if self.partitions == 0 || self.partitions > 100_000 {
             return Err(format!(

@@ -31,10 +31,13 @@ use sumi_model::Batch;
 use sumi_store::{Store, StoreError};
 
 use crate::config::ClusterConfig;
-use crate::record::decode_into;
+use crate::record::{decode_into, peek_arrival};
 
 /// How often applied offsets are checkpointed (WAL fsync, then the offsets file).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Records already fetched are gathered into one engine append up to this many points.
+const APPLY_MAX_POINTS: usize = 65_536;
 
 /// Per owned partition: the next offset to apply and the log's end as last seen.
 #[derive(Debug, Default)]
@@ -165,7 +168,7 @@ impl StorageConsumer {
             offsets_path,
             stats: stats.clone(),
             stop: stop.clone(),
-            dirty: false,
+            dirty: std::cell::Cell::new(false),
         };
         let thread = std::thread::Builder::new()
             .name("sumi-consume".into())
@@ -198,23 +201,46 @@ struct Run {
     offsets_path: PathBuf,
     stats: Arc<ConsumeStats>,
     stop: Arc<AtomicBool>,
-    dirty: bool,
+    /// Offsets moved since the last checkpoint (a `Cell`: set while a polled message
+    /// borrows the consumer).
+    dirty: std::cell::Cell<bool>,
 }
 
 impl Run {
     fn run(&mut self) {
+        // Consecutive records with the same arrival second (from any owned partition;
+        // each partition's records stay in log order) are applied as one engine append:
+        // one WAL record and one pass over the head instead of one per Kafka message.
         let mut batch = Batch::new();
+        let mut arrival = 0i64;
+        // (partition, offset, points) of the records in `batch`, in the order polled;
+        // points is None for a record that could not be decoded (skipped)
+        let mut taken: Vec<(u32, i64, Option<u32>)> = Vec::new();
         let mut last_checkpoint = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
             if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
-                if self.dirty {
+                if !self.flush(&mut batch, arrival, &mut taken) {
+                    break;
+                }
+                if self.dirty.get() {
                     self.checkpoint();
                 }
                 self.refresh_lag();
                 last_checkpoint = Instant::now();
             }
-            let msg = match self.consumer.poll(Duration::from_millis(100)) {
-                None => continue,
+            // wait for the first record of a group, then take what is already fetched
+            let wait = if taken.is_empty() {
+                Duration::from_millis(100)
+            } else {
+                Duration::ZERO
+            };
+            let msg = match self.consumer.poll(wait) {
+                None => {
+                    if !self.flush(&mut batch, arrival, &mut taken) {
+                        break;
+                    }
+                    continue;
+                }
                 Some(Err(e)) => {
                     tracing::warn!(error = %e, "kafka consumer");
                     continue;
@@ -223,36 +249,81 @@ impl Run {
             };
             let partition = msg.partition() as u32;
             let offset = msg.offset();
-            let Some(progress) = self.stats.partitions.get(&partition) else {
+            if !self.stats.partitions.contains_key(&partition) {
                 continue;
-            };
-            batch.clear();
-            match decode_into(msg.payload().unwrap_or_default(), &mut batch) {
+            }
+            let payload = msg.payload().unwrap_or_default();
+            let this_arrival = peek_arrival(payload);
+            if !taken.is_empty()
+                && (this_arrival != Some(arrival) || batch.len() >= APPLY_MAX_POINTS)
+                && !self.flush(&mut batch, arrival, &mut taken)
+            {
+                break;
+            }
+            match decode_into(payload, &mut batch) {
                 Ok(d) => {
-                    if !self.apply(&batch, d.arrival) {
-                        // stopping: this record is not applied, its offset not taken
-                        break;
-                    }
-                    self.stats.records.fetch_add(1, Ordering::Relaxed);
-                    self.stats
-                        .points
-                        .fetch_add(u64::from(d.points), Ordering::Relaxed);
+                    arrival = d.arrival;
+                    taken.push((partition, offset, Some(d.points)));
                 }
                 Err(e) => {
                     self.stats.bad_records.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(partition, offset, error = %e, "skipping a log record that cannot be decoded");
+                    if taken.is_empty() {
+                        // nothing waits: its offset is taken at once
+                        self.advance(partition, offset, None);
+                    } else {
+                        taken.push((partition, offset, None));
+                    }
                 }
             }
-            progress.next.store(offset + 1, Ordering::Relaxed);
-            self.dirty = true;
         }
-        if self.dirty {
+        // what was gathered is applied now (unless the store is going away), and the
+        // offsets of everything applied are checkpointed
+        self.flush(&mut batch, arrival, &mut taken);
+        if self.dirty.get() {
             self.checkpoint();
         }
     }
 
-    /// Applies one record, retrying while the engine refuses for now; false when
-    /// stopping (or the store closed) before it was applied.
+    /// Applies the gathered records as one append and only then moves their
+    /// partitions' offsets; false when stopping before they were applied (their
+    /// offsets are not taken: they are applied again after the restart).
+    fn flush(
+        &self,
+        batch: &mut Batch,
+        arrival: i64,
+        taken: &mut Vec<(u32, i64, Option<u32>)>,
+    ) -> bool {
+        if taken.is_empty() {
+            return true;
+        }
+        if !batch.is_empty() && !self.apply(batch, arrival) {
+            return false;
+        }
+        for (partition, offset, points) in taken.drain(..) {
+            self.advance(partition, offset, points);
+        }
+        batch.clear();
+        true
+    }
+
+    /// Counts an applied (or skipped) record and moves its partition's next offset.
+    fn advance(&self, partition: u32, offset: i64, points: Option<u32>) {
+        if let Some(points) = points {
+            self.stats.records.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .points
+                .fetch_add(u64::from(points), Ordering::Relaxed);
+        }
+        if let Some(progress) = self.stats.partitions.get(&partition) {
+            progress.next.store(offset + 1, Ordering::Relaxed);
+        }
+        self.dirty.set(true);
+    }
+
+    /// Applies the points of one or more records (one arrival second), retrying while
+    /// the engine refuses for now; false when stopping (or the store closed) before
+    /// they were applied.
     fn apply(&self, batch: &Batch, arrival: i64) -> bool {
         let mut pause = Duration::from_millis(10);
         loop {
@@ -297,7 +368,7 @@ impl Run {
             .collect();
         match write_offsets(&self.offsets_path, &self.topic, &offsets) {
             Ok(()) => {
-                self.dirty = false;
+                self.dirty.set(false);
                 self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => tracing::warn!(error = %e, "writing the offsets checkpoint"),

@@ -216,7 +216,7 @@ impl KafkaSink {
             .set("client.id", format!("sumi-ingest-{}", config.node_id))
             .set("enable.idempotence", "true")
             .set("acks", "all")
-            .set("compression.type", "lz4")
+            .set("compression.type", &config.compression)
             .set("linger.ms", config.linger_ms.to_string())
             .set("batch.size", "1000000")
             .set("queue.buffering.max.kbytes", "262144")

@@ -16,9 +16,9 @@
 //!
 //! Varints are LEB128 (7 bits a byte, low first, at most 10 bytes). The message has no
 //! key (the partition is chosen here, see [`partition_for`]) and is compressed by the
-//! producer (lz4). The decoder refuses anything else: an unknown version, a count larger
-//! than the bytes could hold, a name that is not UTF-8, a first point naming "the
-//! previous name", trailing bytes. A storage node counts and logs such a message and
+//! producer as `[cluster] compression` says (none by default). The decoder refuses
+//! anything else: an unknown version, a count larger than the bytes could hold, a name
+//! that is not UTF-8, a first point naming "the previous name", trailing bytes. A storage node counts and logs such a message and
 //! goes on with the next; it never panics on it.
 
 use sumi_model::Batch;
@@ -161,6 +161,16 @@ pub struct Decoded {
     pub points: u32,
 }
 
+/// The arrival time of a record, read from its header only (None when the header does
+/// not read; [`decode_into`] then says why).
+pub fn peek_arrival(bytes: &[u8]) -> Option<i64> {
+    if bytes.first() != Some(&RECORD_VERSION) {
+        return None;
+    }
+    let mut r = Reader { bytes, at: 1 };
+    r.varint().ok().map(unzigzag)
+}
+
 /// Decodes one record, appending its points to `batch` (not cleared). On error the
 /// batch keeps only what it held before.
 pub fn decode_into(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError> {
@@ -183,25 +193,22 @@ fn decode_inner(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError>
         return Err(RecordError::Count { count, bytes: left });
     }
     let count = count as u32;
-    let mut prev: Option<(usize, usize)> = None;
+    // the name is checked as UTF-8 once, where it is spelled out
+    let mut prev: Option<&str> = None;
     for i in 0..count {
         let len = r.varint()?;
-        let (start, len) = if len == 0 {
+        let name = if len == 0 {
             prev.ok_or(RecordError::NoPreviousName(i))?
         } else {
             let len = usize::try_from(len).map_err(|_| RecordError::Truncated(r.at))?;
-            let start = r.at;
-            r.take(len)?;
-            std::str::from_utf8(&bytes[start..start + len])
-                .map_err(|_| RecordError::NameNotUtf8(i))?;
-            prev = Some((start, len));
-            (start, len)
+            let name =
+                std::str::from_utf8(r.take(len)?).map_err(|_| RecordError::NameNotUtf8(i))?;
+            prev = Some(name);
+            name
         };
         let ts = arrival.wrapping_add(unzigzag(r.varint()?));
         let v = r.take(8)?;
         let value = f64::from_bits(u64::from_le_bytes(v.try_into().unwrap_or([0; 8])));
-        // checked above
-        let name = std::str::from_utf8(&bytes[start..start + len]).unwrap_or_default();
         batch.push(name, ts, value);
     }
     if r.at != bytes.len() {
@@ -372,6 +379,7 @@ mod tests {
             let mut out = Batch::new();
             let d = decode_into(&bytes, &mut out).unwrap();
             prop_assert_eq!(d.arrival, arrival);
+            prop_assert_eq!(peek_arrival(&bytes), Some(arrival));
             prop_assert_eq!(points(&out), points(&b));
         }
 

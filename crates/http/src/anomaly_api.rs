@@ -36,6 +36,13 @@ pub trait AnomalyFeed: Send + Sync {
 
     /// The feed's counters in Prometheus' text format, for `/metrics`.
     fn write_prometheus(&self, out: &mut String);
+
+    /// When the detector watching `name` gave its first score (scores of 0 are not
+    /// stored; see `SeriesSource::anomaly_scored_from`), `None` when none watches it.
+    fn scored_from(&self, name: &str) -> Option<i64> {
+        let _ = name;
+        None
+    }
 }
 
 /// The tags an event carries in the events API.

@@ -90,9 +90,12 @@ impl<'a> Finder<'a> {
                 })
                 .collect(),
         };
+        // the anomaly detector's score series stay out of the tree unless asked for
+        let scores = sumi_query::functions::anomaly::pattern_shows_scores(query);
         Ok(nodes
             .into_iter()
             .filter(|e| e.is_leaf || !leaves_only)
+            .filter(|e| scores || !sumi_query::functions::anomaly::is_score_path(&e.path))
             .collect())
     }
 

@@ -263,7 +263,8 @@ fn evaluate_and_render(
     // a cluster node reads every partition from one of its replicas
     let cluster =
         crate::fanout_for(state, params).map(|f| ClusterSource::new(f, state.limits, auth));
-    let local = StoreSource::with_limits(state.store.clone(), state.limits);
+    let local = StoreSource::with_limits(state.store.clone(), state.limits)
+        .with_anomalies(state.anomalies.clone());
     let source: &dyn SeriesSource = match &cluster {
         Some(c) => c,
         None => &local,

@@ -62,6 +62,8 @@ pub struct StoreSource {
     held_points: AtomicU64,
     /// Points read in all.
     points: AtomicU64,
+    /// The server's anomaly detectors, for `anomalyScore` (`None`: none).
+    anomalies: Option<Arc<dyn crate::anomaly_api::AnomalyFeed>>,
 }
 
 impl StoreSource {
@@ -78,7 +80,17 @@ impl StoreSource {
             series: AtomicU64::new(0),
             held_points: AtomicU64::new(0),
             points: AtomicU64::new(0),
+            anomalies: None,
         }
+    }
+
+    /// The same source, answering `anomalyScore`'s questions from `anomalies`.
+    pub fn with_anomalies(
+        mut self,
+        anomalies: Option<Arc<dyn crate::anomaly_api::AnomalyFeed>>,
+    ) -> StoreSource {
+        self.anomalies = anomalies;
+        self
     }
 
     /// Points read so far through this source.
@@ -99,6 +111,24 @@ impl StoreSource {
 }
 
 impl SeriesSource for StoreSource {
+    fn anomaly_scored_from(&self, name: &str) -> Option<i64> {
+        self.anomalies.as_ref()?.scored_from(name)
+    }
+
+    fn events(&self, from: i64, until: i64) -> Vec<sumi_query::source::SourceEvent> {
+        let Some(feed) = &self.anomalies else {
+            return Vec::new();
+        };
+        feed.events(from, until)
+            .iter()
+            .filter(|e| (from..=until).contains(&e.start))
+            .map(|e| sumi_query::source::SourceEvent {
+                when: e.start,
+                tags: crate::anomaly_api::event_tags(e),
+            })
+            .collect()
+    }
+
     fn find_tagged(&self, exprs: &[String]) -> Result<Vec<String>, SourceError> {
         let exprs = exprs
             .iter()
@@ -111,10 +141,14 @@ impl SeriesSource for StoreSource {
     }
 
     fn find(&self, pattern: &PathPattern) -> Result<Vec<FindNode>, SourceError> {
+        // globs do not reach the anomaly scores unless they name them
+        // (`anomalyScore()` reads them by exact name, not through find)
+        let scores = sumi_query::functions::anomaly::pattern_shows_scores(pattern.as_str());
         Ok(self
             .store
             .find(pattern)
             .into_iter()
+            .filter(|e| scores || !sumi_query::functions::anomaly::is_score_path(&e.path))
             .map(|e| FindNode {
                 path: e.path,
                 is_leaf: e.is_leaf,

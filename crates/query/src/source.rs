@@ -49,6 +49,15 @@ pub enum SourceError {
     Invalid(String),
 }
 
+/// One event as `events(tags…)` counts it (sumi's anomaly events, as graphite-web's
+/// events API shows them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceEvent {
+    /// Epoch seconds.
+    pub when: i64,
+    pub tags: Vec<String>,
+}
+
 /// What the query engine needs from storage.
 pub trait SeriesSource: Send + Sync {
     /// Every node matching `pattern`, sorted by path. A path that is both a leaf and a
@@ -113,6 +122,22 @@ pub trait SeriesSource: Send + Sync {
             }
         }
         Ok(())
+    }
+
+    /// For `events(tags…)`: the events (graphite-web's events: a time and tags) whose
+    /// time is in `[from, until]`, in any order. The default: no events.
+    fn events(&self, from: i64, until: i64) -> Vec<SourceEvent> {
+        let _ = (from, until);
+        Vec::new()
+    }
+
+    /// For `anomalyScore`: when the server's anomaly detector watching `name` gave its
+    /// first score (epoch seconds), or `None` when no detector watches it. The score
+    /// series stores no point for a score of 0, so from this time on a point of the
+    /// series without a stored score scored 0. The default: nothing is watched.
+    fn anomaly_scored_from(&self, name: &str) -> Option<i64> {
+        let _ = name;
+        None
     }
 
     /// [`fetch_each`](Self::fetch_each) for a caller that holds nothing of these

@@ -118,6 +118,10 @@
 //! # Kafka's acknowledgement before the client is told to retry (ms).
 //! # linger_ms = 5
 //! # append_timeout_ms = 10000
+//! # Compression of the producer's record batches: "none", "lz4", "zstd", "snappy" or
+//! # "gzip" (docs/cluster.md, "Throughput", has what each cost when measured; lz4 where
+//! # bandwidth to Kafka is scarcer than CPU).
+//! # compression = "none"
 //! # Appends Kafka has not taken by then go to an on-disk spill (data_dir/cluster/spill),
 //! # are acknowledged from there and delivered in order when Kafka is back: at most
 //! # this many bytes (1 GiB); 0: no spill, the client is held back.
@@ -151,6 +155,8 @@
 //! # webhook_timeout = "10s"
 //! # save_interval = "5m"
 //! # keep_events = 10000
+//! # an open event whose series sends nothing for this long is closed
+//! # close_quiet = "30m"
 //!
 //! [log]
 //! # tracing filter, e.g. "info" or "sumi=debug,info"; RUST_LOG wins when set.
@@ -204,6 +210,7 @@ pub(crate) struct AnomalyEventsSection {
     pub(crate) webhook_timeout: Option<String>,
     pub(crate) save_interval: Option<String>,
     pub(crate) keep_events: Option<usize>,
+    pub(crate) close_quiet: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -537,6 +544,12 @@ fn anomaly_from(
     if let Some(n) = ev.keep_events {
         o.keep_events = n;
     }
+    if let Some(d) = dur("close_quiet", &ev.close_quiet)? {
+        if d.is_zero() {
+            bail!("anomaly_events.close_quiet must be above 0");
+        }
+        o.close_quiet = d;
+    }
     Ok(o)
 }
 
@@ -814,7 +827,8 @@ mod tests {
         let file: FileConfig = toml::from_str(
             "[[anomaly]]\nmatch = \"a.*\"\nalarm = 0.7\n[[anomaly]]\ntags = [\"dc=eu\"]\n\
              [anomaly_events]\nwebhooks = [\"http://127.0.0.1:9/x\"]\nwebhook_attempts = 3\n\
-             webhook_backoff = \"2s\"\nsave_interval = \"1m\"\nkeep_events = 50\n",
+             webhook_backoff = \"2s\"\nsave_interval = \"1m\"\nkeep_events = 50\n\
+             close_quiet = \"90s\"\n",
         )
         .unwrap();
         let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
@@ -827,6 +841,7 @@ mod tests {
         assert_eq!(a.webhooks.backoff, Duration::from_secs(2));
         assert_eq!(a.save_interval, Duration::from_secs(60));
         assert_eq!(a.keep_events, 50);
+        assert_eq!(a.close_quiet, Duration::from_secs(90));
         for (text, says) in [
             (
                 "[anomaly_events]\nwebhooks = [\"ftp://x\"]\n",
@@ -859,6 +874,7 @@ mod tests {
         assert_eq!(cl.topic, "sumi-points");
         assert_eq!((cl.partitions, cl.node_id), (4, 2));
         assert_eq!(cl.owned_partitions, vec![1, 3]);
+        assert_eq!(cl.compression, "none");
         for (text, says) in [
             (
                 "brokers = \"b:1\"\nrole = \"storage\"\n",
@@ -875,6 +891,10 @@ mod tests {
             (
                 "brokers = \"b:1\"\nrole = \"ingest\"\npartitions = 0\n",
                 "partitions is 0",
+            ),
+            (
+                "brokers = \"b:1\"\nrole = \"ingest\"\ncompression = \"brotli\"\n",
+                "cluster.compression",
             ),
         ] {
             let file: FileConfig = toml::from_str(&format!("[cluster]\n{text}")).unwrap();

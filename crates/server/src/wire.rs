@@ -274,6 +274,7 @@ pub(crate) fn start(
         tokio::spawn(crate::anomaly::save_periodically(
             engine.clone(),
             config.anomaly.save_interval,
+            config.anomaly.close_quiet,
             anomaly_stopped,
         ))
     });

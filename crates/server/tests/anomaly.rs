@@ -152,6 +152,18 @@ fn a_spike_scores_high_becomes_an_event_and_reaches_the_webhook() {
     let scored: Vec<f64> = pts[32..].iter().filter_map(|(t, _)| at(*t)).collect();
     assert_eq!(scored.len(), n - 32);
     assert!(scored.iter().all(|v| (0.0..=1.0).contains(v)));
+    // a score of 0 is not stored: anomalyScore answers 0 from the series' own point,
+    // and only the scores above 0 were written
+    let nonzero = scored.iter().filter(|v| **v > 0.0).count();
+    assert!(
+        nonzero < scored.len() / 2,
+        "{nonzero} of {} scores above 0",
+        scored.len()
+    );
+    assert_eq!(
+        sumi.metric("sumi_anomaly_scores_stored_total"),
+        nonzero as f64
+    );
     let calm_max = pts[32..spike]
         .iter()
         .filter_map(|(t, _)| at(*t))
@@ -180,6 +192,47 @@ fn a_spike_scores_high_becomes_an_event_and_reaches_the_webhook() {
     let (name, s) = scores(&sumi, "anomalyScore(other.web.latency)", t0 - STEP);
     assert_eq!(name, "anomalyScore(other.web.latency)");
     assert!(!s.is_empty() && s.iter().all(|(_, v)| v.is_none()));
+
+    // the score series stay out of the tree, globs and the index unless asked for
+    let paths = |v: serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        paths(sumi.get_json("/metrics/find?query=*")),
+        ["app", "other"]
+    );
+    assert_eq!(
+        paths(sumi.get_json("/metrics/find?query=_anomaly.*")),
+        ["_anomaly.app"]
+    );
+    let v = sumi.get_json("/metrics/index.json");
+    assert_eq!(
+        v,
+        serde_json::json!(["app.web.latency", "other.web.latency"])
+    );
+    let v = sumi.get_json("/metrics/expand?query=*.web.latency&leavesOnly=1");
+    assert_eq!(
+        v["results"],
+        serde_json::json!(["app.web.latency", "other.web.latency"])
+    );
+    let v = sumi.get_json("/metrics/expand?query=_anomaly.*.web.latency&leavesOnly=1");
+    assert_eq!(
+        v["results"],
+        serde_json::json!(["_anomaly.app.web.latency"])
+    );
+    let render = |target: &str| {
+        let v = sumi.get_json(&format!(
+            "/render?target={target}&from={}&format=json",
+            t0 - STEP
+        ));
+        v.as_array().unwrap().len()
+    };
+    assert_eq!(render("*.*.*.*"), 0);
+    assert_eq!(render("_anomaly.*.*.*"), 1);
 
     // inside another function
     let (name, m) = scores(&sumi, "maxSeries(anomalyScore(app.*.latency))", t0 - STEP);
@@ -257,6 +310,108 @@ fn a_spike_scores_high_becomes_an_event_and_reaches_the_webhook() {
     assert!(sumi.metric("sumi_anomaly_webhooks_sent_total") >= 1.0);
     assert_eq!(sumi.metric("sumi_anomaly_webhooks_failed_total"), 0.0);
     assert!(sumi.metric("sumi_anomaly_events_opened_total") >= 1.0);
+}
+
+/// A series that stops sending in the middle of an incident: its open event closes
+/// after `close_quiet` with the webhook's close notification; Graphite's `events()`
+/// counts the event at its start, as `/events/get_data` lists it.
+#[test]
+fn an_open_event_closes_when_its_series_goes_quiet_and_events_counts_it() {
+    let dir = scratch();
+    let (url, received) = webhook_receiver(0);
+    let cfg = config(
+        dir.path(),
+        &format!("[anomaly_events]\nwebhooks = [\"{url}\"]\nclose_quiet = \"1s\"\n"),
+    );
+    let sumi = start(&dir.path().join("data"), &cfg);
+    let n = 200;
+    let (t0, pts) = series(n, n - 1);
+    let spike_ts = pts[n - 1].0;
+    sumi.send_tcp(lines("app.quiet.latency", &pts).as_bytes());
+    // the last point opens an event; nothing more arrives, so only the quiet time
+    // can close it
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        let v = sumi.get_json(&format!("/api/anomalies?from={t0}&match=app.quiet.latency"));
+        let last = v["anomalies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["start"] == spike_ts)
+            .cloned();
+        if let Some(e) = last.filter(|e| e["open"] == false) {
+            assert_eq!(e["end"], spike_ts);
+            break e["id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "not closed: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    loop {
+        let statuses: Vec<String> = received
+            .lock()
+            .unwrap()
+            .bodies
+            .iter()
+            .filter(|b| b["id"] == id.as_str())
+            .map(|b| b["status"].as_str().unwrap().to_string())
+            .collect();
+        if statuses.len() == 2 {
+            assert_eq!(statuses, ["open", "closed"]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "webhooks {statuses:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // events(): one point per second, the number of events starting in that second
+    // with all the given tags, as /events/get_data lists them over the same interval
+    let (from, until) = (t0, now() + 60);
+    let listed = sumi.get_json(&format!("/events/get_data?from={from}&until={until}"));
+    let listed: Vec<(i64, Vec<String>)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let tags = e["tags"].as_array().unwrap();
+            let tags = tags.iter().map(|t| t.as_str().unwrap().to_string());
+            (e["when"].as_i64().unwrap(), tags.collect())
+        })
+        .collect();
+    assert!(listed.iter().any(|(w, _)| *w == spike_ts), "{listed:?}");
+    for tags in [
+        vec!["anomaly"],
+        vec!["*"],
+        vec!["anomaly", "spike"],
+        vec!["app.quiet.latency"],
+        vec!["anomaly", "no-such-tag"],
+    ] {
+        let mut want: Vec<(i64, f64)> = Vec::new();
+        for (when, have) in &listed {
+            let all = tags == ["*"] || tags.iter().all(|t| have.iter().any(|h| h == t));
+            if all && (from..until).contains(when) {
+                match want.iter_mut().find(|(w, _)| w == when) {
+                    Some((_, n)) => *n += 1.0,
+                    None => want.push((*when, 1.0)),
+                }
+            }
+        }
+        want.sort_by_key(|(w, _)| *w);
+        let arg: Vec<String> = tags.iter().map(|t| format!("'{t}'")).collect();
+        let v = sumi.get_json(&format!(
+            "/render?target=events({})&from={from}&until={until}&format=json",
+            arg.join(",")
+        ));
+        let points = v[0]["datapoints"].as_array().unwrap();
+        assert_eq!(points.len() as i64, until - from, "{tags:?}");
+        let counted: Vec<(i64, f64)> = points
+            .iter()
+            .filter_map(|p| Some((p[1].as_i64().unwrap(), p[0].as_f64()?)))
+            .collect();
+        assert_eq!(counted, want, "{tags:?}");
+        if tags != ["anomaly", "no-such-tag"] {
+            assert!(counted.contains(&(spike_ts, 1.0)), "{tags:?}: {counted:?}");
+        }
+    }
 }
 
 /// Scores of one series fed in two parts, with what happens between them.

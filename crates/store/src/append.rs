@@ -96,7 +96,8 @@ impl Inner {
     /// log records are written before this returns, so before any WAL record).
     fn resolve(&self, batch: &Batch, ids: &mut Vec<u32>) -> Result<(), StoreError> {
         ids.clear();
-        let mut missing: Vec<usize> = Vec::new();
+        // the batch index and name hash of each name not found
+        let mut missing: Vec<(usize, u64)> = Vec::new();
         {
             let idx = self.index.read();
             let mut prev: Option<(&str, u32)> = None;
@@ -107,14 +108,15 @@ impl Inner {
                         continue;
                     }
                 }
-                match idx.lookup(name.as_bytes()) {
+                let hash = idx.name_hash(name.as_bytes());
+                match idx.lookup_hashed(hash, name.as_bytes()) {
                     Some(id) => {
                         ids.push(id);
                         prev = Some((name, id));
                     }
                     None => {
                         ids.push(u32::MAX);
-                        missing.push(i);
+                        missing.push((i, hash));
                         prev = None;
                     }
                 }
@@ -130,9 +132,9 @@ impl Inner {
         let names: Vec<&str> = batch.iter().map(|(n, _)| n).collect();
         let max = self.opts.max_series;
         let t = Instant::now();
-        for i in missing {
+        for (i, hash) in missing {
             let Some(&name) = names.get(i) else { continue };
-            let id = match idx.lookup(name.as_bytes()) {
+            let id = match idx.lookup_hashed(hash, name.as_bytes()) {
                 Some(id) => id,
                 // over max_series: the point is refused (its id stays u32::MAX)
                 None if max > 0 && idx.live_len() >= max => {
@@ -145,7 +147,7 @@ impl Inner {
                         break;
                     }
                     created += 1;
-                    create_series(&mut idx, &self.opts.rules, name)?
+                    create_series(&mut idx, &self.opts.rules, name, hash)?
                 }
             };
             if let Some(slot) = ids.get_mut(i) {
@@ -318,9 +320,10 @@ fn create_series(
     idx: &mut SeriesIndex,
     rules: &sumi_model::SeriesRules,
     name: &str,
+    hash: u64,
 ) -> Result<u32, StoreError> {
     let cfg = rules.config_for(name);
-    idx.create(name, &cfg)
+    idx.create_hashed(name, hash, &cfg)
 }
 
 #[cfg(test)]

@@ -22,6 +22,16 @@ use crate::version::PartRef;
 use crate::StoreError;
 
 const MAX_RUN: usize = 8;
+/// At most this many threads (and output parts) for one merge at a stop.
+const MAX_WAYS: usize = 4;
+
+/// True when merging `list` (one partition and kind) into one part is worth it: two
+/// parts or more, not all written by one merge (a merge at a stop cuts its output in
+/// parts of disjoint series ranges, which share their order: each series is in one of
+/// them already).
+fn needs_merge(list: &[PartRef]) -> bool {
+    list.len() >= 2 && !list.windows(2).all(|w| w[0].order == w[1].order)
+}
 
 struct Job {
     run: Vec<PartRef>,
@@ -70,11 +80,16 @@ impl Inner {
         let budget = self.opts.close_merge;
         let bytes: u64 = job.run.iter().map(|r| r.part.bytes).sum();
         let ends = Instant::now() + Duration::from_secs_f64(bytes as f64 / self.stop_rate());
-        self.merge_run(job, &deleted, &|| {
-            self.workers
-                .stopped_at()
-                .is_some_and(|t| t.elapsed() >= budget || ends > t + budget)
-        })
+        self.merge_run(
+            job,
+            &deleted,
+            &|| {
+                self.workers
+                    .stopped_at()
+                    .is_some_and(|t| t.elapsed() >= budget || ends > t + budget)
+            },
+            1,
+        )
     }
 
     /// The merge rate to expect at a stop: twice what merges achieved while ingest
@@ -104,6 +119,9 @@ impl Inner {
     pub(crate) fn merge_at_close(&self, deadline: Instant) -> Result<u64, StoreError> {
         let _m = self.parts.lock_maint();
         let deleted = self.index.read().deleted_ids();
+        // nothing else runs at a stop: every core merges a big run
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WAYS));
+        let split = self.opts.close_merge_split_bytes.max(1);
         let mut merged = 0;
         while Instant::now() < deadline {
             let version = self.parts.current();
@@ -113,7 +131,7 @@ impl Inner {
                     for p in parts.values() {
                         for kind in [Kind::Direct, Kind::Rollup] {
                             let list = p.list(kind);
-                            if list.len() < 2 {
+                            if !needs_merge(list) {
                                 continue;
                             }
                             let run: Vec<PartRef> = list.iter().take(MAX_RUN).cloned().collect();
@@ -126,9 +144,10 @@ impl Inner {
                 }
             }
             let Some((bytes, run)) = best else { break };
+            let ways = cores.min(usize::try_from(bytes / split).unwrap_or(usize::MAX).max(1));
             // a merge that would not end in time is not started (the smallest is
             // tried first, so none would)
-            let need = Duration::from_secs_f64(bytes as f64 / self.stop_rate());
+            let need = Duration::from_secs_f64(bytes as f64 / (self.stop_rate() * ways as f64));
             if Instant::now() + need > deadline {
                 tracing::info!(
                     bytes,
@@ -137,7 +156,7 @@ impl Inner {
                 );
                 break;
             }
-            if !self.merge_run(Job { run }, &deleted, &|| Instant::now() >= deadline)? {
+            if !self.merge_run(Job { run }, &deleted, &|| Instant::now() >= deadline, ways)? {
                 break;
             }
             merged += 1;
@@ -145,36 +164,117 @@ impl Inner {
         Ok(merged)
     }
 
-    /// Merges one run into one part and installs it; false when `cancel` said so
-    /// first (asked every 4096 series; nothing changes then).
+    /// Merges one run into one part (or, with `ways` > 1, into up to `ways` parts of
+    /// disjoint series ranges, merged on as many threads) and installs it; false when
+    /// `cancel` said so first (asked every 4096 series; nothing changes then).
     fn merge_run(
         &self,
         job: Job,
         deleted: &DeletedSet,
-        cancel: &dyn Fn() -> bool,
+        cancel: &(dyn Fn() -> bool + Sync),
+        ways: usize,
     ) -> Result<bool, StoreError> {
         let _op = crate::failpoint::Op::start("compaction");
         let t = Instant::now();
-        let first = job.run.first().map(|r| r.part.header);
-        let Some(h0) = first else { return Ok(false) };
-        let header = Header {
-            file_id: self.parts.new_file_id(),
-            ..h0
+        let Some(h0) = job.run.first().map(|r| r.part.header) else {
+            return Ok(false);
         };
-        let mut w = PartWriter::create(self.parts.parts_dir(), header)?;
         let bytes_in: u64 = job.run.iter().map(|r| r.part.bytes).sum();
+        // cut the series ids where the biggest input's chunks cut it into even runs
+        let cuts = match job.run.iter().max_by_key(|r| r.part.bytes) {
+            Some(big) if ways > 1 => big.part.split_points(ways),
+            _ => Vec::new(),
+        };
+        let mut ranges = Vec::with_capacity(cuts.len() + 1);
+        let mut lo = 0u32;
+        for &c in &cuts {
+            ranges.push((lo, Some(c)));
+            lo = c;
+        }
+        ranges.push((lo, None));
+        let run = &job.run;
+        let one = |(from, to): (u32, Option<u32>)| -> Result<Option<PartWriter>, StoreError> {
+            let header = Header {
+                file_id: self.parts.new_file_id(),
+                ..h0
+            };
+            self.merge_range(run, header, deleted, cancel, from, to)
+        };
+        let results: Vec<Result<Option<PartWriter>, StoreError>> = if ranges.len() == 1 {
+            ranges.iter().map(|&r| one(r)).collect()
+        } else {
+            std::thread::scope(|s| {
+                let (last, rest) = ranges.split_last().unwrap_or((&(0, None), &[]));
+                let handles: Vec<_> = rest
+                    .iter()
+                    .map(|&r| {
+                        std::thread::Builder::new()
+                            .name("sumi-merge".into())
+                            .spawn_scoped(s, move || one(r))
+                    })
+                    .collect();
+                let mut out = vec![one(*last)];
+                for (h, &r) in handles.into_iter().zip(rest) {
+                    // a thread that could not start: this one merges its range
+                    out.push(match h {
+                        Ok(h) => h.join().unwrap_or_else(|_| {
+                            Err(StoreError::Poisoned("a merge thread panicked".into()))
+                        }),
+                        Err(_) => one(r),
+                    });
+                }
+                out
+            })
+        };
+        let mut writers = Vec::with_capacity(results.len());
+        let mut cancelled = false;
+        for r in results {
+            match r? {
+                Some(w) => writers.push(w),
+                None => cancelled = true,
+            }
+        }
+        if cancelled {
+            // dropping the writers removes their temporary files
+            return Ok(false);
+        }
+        let out = self.parts.finish(writers)?;
+        crate::failpoint::hit("compact:after_write");
+        self.install_merge(&job, out, bytes_in, t)
+    }
+
+    /// Merges the series `from..to` (to the end for `None`) of `run` into a new part
+    /// with `header`; `None` when `cancel` said so first.
+    fn merge_range(
+        &self,
+        run: &[PartRef],
+        header: Header,
+        deleted: &DeletedSet,
+        cancel: &(dyn Fn() -> bool + Sync),
+        from: u32,
+        to: Option<u32>,
+    ) -> Result<Option<PartWriter>, StoreError> {
+        let mut w = PartWriter::create(self.parts.parts_dir(), header)?;
         // oldest first, so that a later value for a slot overrides an earlier one
-        let mut cursors: Vec<Cursor<'_>> = job.run.iter().map(|r| Cursor::new(&r.part)).collect();
+        let mut cursors: Vec<Cursor<'_>> = run
+            .iter()
+            .map(|r| {
+                if from == 0 {
+                    Cursor::new(&r.part)
+                } else {
+                    Cursor::starting_at(&r.part, from)
+                }
+            })
+            .collect();
         let (mut slots, mut values) = (Vec::new(), Vec::new());
         let mut merged: Vec<(i64, f64)> = Vec::new();
         let mut holders: Vec<usize> = Vec::new();
         let (mut out_s, mut out_v) = (Vec::new(), Vec::new());
         let mut seen = 0u32;
-        while let Some(s) = min_series(&cursors) {
+        while let Some(s) = min_series(&cursors).filter(|&s| to.is_none_or(|t| s < t)) {
             seen = seen.wrapping_add(1);
             if seen.is_multiple_of(4096) && cancel() {
-                // dropping the writer removes its temporary file
-                return Ok(false);
+                return Ok(None);
             }
             if deleted.contains(s) {
                 for c in cursors.iter_mut().filter(|c| c.series() == Some(s)) {
@@ -240,8 +340,18 @@ impl Inner {
             }
         }
         drop(cursors);
-        let out = self.parts.finish(vec![w])?;
-        crate::failpoint::hit("compact:after_write");
+        Ok(Some(w))
+    }
+
+    /// Installs the parts a merge of `job` wrote in its place (or throws them away when
+    /// retention dropped part of the run meanwhile).
+    fn install_merge(
+        &self,
+        job: &Job,
+        out: Vec<std::sync::Arc<crate::part::Part>>,
+        bytes_in: u64,
+        t: Instant,
+    ) -> Result<bool, StoreError> {
         let bytes_out: u64 = out.iter().map(|p| p.bytes).sum();
         let n_out = out.len() as u64;
         let order = job.run.iter().map(|r| r.order).max().unwrap_or(0);
@@ -317,6 +427,10 @@ impl Inner {
                         }
                         let width = list.first().map_or(0, |r| r.part.header.width);
                         let closed = start.saturating_add(width).saturating_add(grace) <= now;
+                        if closed && !needs_merge(list) {
+                            // the ranges of one merge hold each series once already
+                            continue;
+                        }
                         let run: Vec<PartRef> = if closed {
                             list.iter().take(MAX_RUN).cloned().collect()
                         } else if list.len() > max_parts {

@@ -151,6 +151,11 @@ pub struct StoreOptions {
     /// its inputs stay). A stopped store then holds each series once per partition.
     /// Zero: no merge, and a stop abandons a background merge at once.
     pub close_merge: Duration,
+    /// A merge at a stop that reads at least this many bytes is cut into series ranges
+    /// merged on every core at once (up to four, one range per this many bytes), each
+    /// range written as a part of its own: every series is still in one part of the
+    /// partition, and the stop waits a half or less. Default 64 MiB.
+    pub close_merge_split_bytes: u64,
 }
 
 impl StoreOptions {
@@ -176,6 +181,7 @@ impl StoreOptions {
             max_series: 0,
             max_new_series_per_minute: 0,
             close_merge: Duration::from_secs(8),
+            close_merge_split_bytes: 64 << 20,
         }
     }
 

@@ -122,82 +122,123 @@ impl Store {
         fsutil::ensure_dir(&parts_dir)?;
         let metrics = Arc::new(Metrics::default());
 
-        let (index, report) = SeriesIndex::open(&dir, opts.partitions_per_level, opts.wal_repair)?;
+        let (mut index, report) =
+            SeriesIndex::open_without_tree(&dir, opts.partitions_per_level, opts.wal_repair)?;
         metrics
             .series_log_cut_bytes
             .store(report.cut_bytes, Ordering::Relaxed);
         metrics
             .series_log_cuts
             .store(u64::from(report.cut_bytes > 0), Ordering::Relaxed);
-        let manifest = match Manifest::load(&dir) {
-            Ok(m) => m.unwrap_or_default(),
-            Err(e @ StoreError::Corrupt { .. }) => {
-                // the parts carry their own headers: rebuild rather than refuse to start
-                metrics.manifest_corrupt.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(error = %e, "the manifest is corrupt: quarantining it and rebuilding it from the part files");
-                crate::quarantine::move_aside(&dir, &dir.join(crate::manifest::FILE), false)?;
-                let m = Manifest::rebuild(&dir, &parts_dir, &metrics)?;
-                m.store(&dir)?;
-                m
-            }
-            Err(e) => return Err(e),
-        };
-        let (version, max_file_id) = open_parts(&dir, &parts_dir, &manifest, &metrics)?;
+        // the metric tree (what `find` needs) is built on a thread of its own while the
+        // parts are opened and the WAL replayed (which need the names and rules only):
+        // at ten million series each is seconds of work
+        let index_ref = &index;
+        let (opened, tree) = std::thread::scope(|s| {
+            let builder = (!index_ref.tree_ready()).then(|| {
+                std::thread::Builder::new()
+                    .name("sumi-open-tree".into())
+                    .spawn_scoped(s, || index_ref.build_tree())
+            });
+            let opened = (|| -> Result<_, StoreError> {
+                let index = index_ref;
+                let manifest = match Manifest::load(&dir) {
+                    Ok(m) => m.unwrap_or_default(),
+                    Err(e @ StoreError::Corrupt { .. }) => {
+                        // the parts carry their own headers: rebuild rather than refuse to start
+                        metrics.manifest_corrupt.fetch_add(1, Ordering::Relaxed);
+                        tracing::error!(error = %e, "the manifest is corrupt: quarantining it and rebuilding it from the part files");
+                        crate::quarantine::move_aside(
+                            &dir,
+                            &dir.join(crate::manifest::FILE),
+                            false,
+                        )?;
+                        let m = Manifest::rebuild(&dir, &parts_dir, &metrics)?;
+                        m.store(&dir)?;
+                        m
+                    }
+                    Err(e) => return Err(e),
+                };
+                let (version, max_file_id) = open_parts(&dir, &parts_dir, &manifest, &metrics)?;
 
-        let shards = opts.shards;
-        let series_hint = index.len();
-        let mut head: Vec<HeadBuf> = (0..shards)
-            .map(|_| HeadBuf::new(shards as u32, series_hint))
-            .collect();
-        let mut roll = manifest.rolls.clone();
-        let mut replayed = 0u64;
-        let mut skipped = 0u64;
-        // a segment cut at a corrupt record is first copied to the quarantine
-        let (qd, from, repair) = (Some(dir.as_path()), manifest.checkpoint, opts.wal_repair);
-        let rep = wal::replay::replay_with(&wal_dir, from, repair, qd, |p| {
-            let Some(meta) = index.meta(p.series) else {
-                skipped += 1;
-                return;
+                let shards = opts.shards;
+                let series_hint = index.len();
+                let mut head: Vec<HeadBuf> = (0..shards)
+                    .map(|_| HeadBuf::new(shards as u32, series_hint))
+                    .collect();
+                let mut roll = manifest.rolls.clone();
+                let mut replayed = 0u64;
+                let mut skipped = 0u64;
+                // a segment cut at a corrupt record is first copied to the quarantine
+                let (qd, from, repair) =
+                    (Some(dir.as_path()), manifest.checkpoint, opts.wal_repair);
+                let rep = wal::replay::replay_with(&wal_dir, from, repair, qd, |p| {
+                    let Some(meta) = index.meta(p.series) else {
+                        skipped += 1;
+                        return;
+                    };
+                    let Some(class) = index.class(meta.class) else {
+                        skipped += 1;
+                        return;
+                    };
+                    let level = usize::from(p.level);
+                    if level >= class.levels.len() {
+                        skipped += 1;
+                        return;
+                    }
+                    roll.mark_write(class, level, p.slot);
+                    if let Some(h) = head.get_mut(p.series as usize % shards) {
+                        h.push(p.series, meta.class, p.level, p.slot, p.value);
+                    }
+                    replayed += 1;
+                })?;
+                if skipped > 0 {
+                    tracing::warn!(
+                        skipped,
+                        "WAL points naming unknown series or levels were skipped"
+                    );
+                }
+                metrics
+                    .wal_replayed_points
+                    .store(replayed, Ordering::Relaxed);
+                metrics
+                    .wal_corrupt_tail
+                    .store(rep.corrupt_tails, Ordering::Relaxed);
+                let next_seg = rep
+                    .last_segment
+                    .map_or(manifest.checkpoint, |s| s + 1)
+                    .max(manifest.checkpoint);
+                let wal = Wal::open(
+                    &wal_dir,
+                    next_seg,
+                    opts.fsync,
+                    opts.wal_segment_bytes,
+                    index.log_sync(),
+                    metrics.clone(),
+                )?;
+                Ok((
+                    manifest,
+                    version,
+                    max_file_id,
+                    head,
+                    roll,
+                    replayed,
+                    rep,
+                    wal,
+                ))
+            })();
+            let tree = match builder {
+                Some(Ok(h)) => h.join().ok(),
+                _ => None,
             };
-            let Some(class) = index.class(meta.class) else {
-                skipped += 1;
-                return;
-            };
-            let level = usize::from(p.level);
-            if level >= class.levels.len() {
-                skipped += 1;
-                return;
-            }
-            roll.mark_write(class, level, p.slot);
-            if let Some(h) = head.get_mut(p.series as usize % shards) {
-                h.push(p.series, meta.class, p.level, p.slot, p.value);
-            }
-            replayed += 1;
-        })?;
-        if skipped > 0 {
-            tracing::warn!(
-                skipped,
-                "WAL points naming unknown series or levels were skipped"
-            );
+            (opened, tree)
+        });
+        let (manifest, version, max_file_id, head, roll, replayed, rep, wal) = opened?;
+        // a failed spawn (or a panic in it) leaves the tree to this thread
+        if !index.tree_ready() {
+            let tree = tree.unwrap_or_else(|| index.build_tree());
+            index.set_tree(tree);
         }
-        metrics
-            .wal_replayed_points
-            .store(replayed, Ordering::Relaxed);
-        metrics
-            .wal_corrupt_tail
-            .store(rep.corrupt_tails, Ordering::Relaxed);
-        let next_seg = rep
-            .last_segment
-            .map_or(manifest.checkpoint, |s| s + 1)
-            .max(manifest.checkpoint);
-        let wal = Wal::open(
-            &wal_dir,
-            next_seg,
-            opts.fsync,
-            opts.wal_segment_bytes,
-            index.log_sync(),
-            metrics.clone(),
-        )?;
         tracing::info!(
             series = index.len(),
             parts = version.parts().count(),
@@ -411,9 +452,11 @@ fn open_parts(
         tracing::info!(path = %p.display(), "removing a part file the manifest does not list");
         fs::remove_file(&p).map_err(|e| StoreError::io("remove", &p, e))?;
     }
-    for mp in &m.parts {
+    // each open reads and checks a part's whole index (about 10 bytes a series): the
+    // parts are opened on every core, then taken in the manifest's order
+    let check = |mp: &ManifestPart| {
         let path = part_path(dir, mp.file_id);
-        let opened = Part::open(&path).and_then(|part| {
+        Part::open(&path).and_then(|part| {
             let h = part.header;
             let want = ManifestPart {
                 file_id: h.file_id,
@@ -432,7 +475,49 @@ fn open_parts(
                 ));
             }
             Ok(part)
+        })
+    };
+    let mut opened: Vec<Option<Result<Part, StoreError>>> = Vec::new();
+    opened.resize_with(m.parts.len(), || None);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(m.parts.len())
+        .min(8);
+    if threads > 1 {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let work = || {
+            let mut got = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(mp) = m.parts.get(i) else { break };
+                got.push((i, check(mp)));
+            }
+            got
+        };
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (1..threads)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .name("sumi-open-parts".into())
+                        .spawn_scoped(s, work)
+                        .ok()
+                })
+                .collect();
+            let mut all = work();
+            for h in handles {
+                all.extend(h.join().unwrap_or_default());
+            }
+            for (i, r) in all {
+                if let Some(slot) = opened.get_mut(i) {
+                    *slot = Some(r);
+                }
+            }
         });
+    }
+    for (mp, done) in m.parts.iter().zip(opened) {
+        let path = part_path(dir, mp.file_id);
+        // a part no thread reached (one thread, or a panic) is opened here
+        let opened = done.unwrap_or_else(|| check(mp));
         match opened {
             Ok(part) => version.add(PartRef {
                 part: Arc::new(part),

@@ -616,3 +616,80 @@ fn close_merges_each_partition_into_one_part() {
     assert_eq!(v, vec![Some(-1.0)]);
     store.close().unwrap();
 }
+
+/// A big merge at a stop is cut into series ranges merged on every core (here every
+/// merge counts as big): one part per range, each series in one of them, the values as
+/// before; the parts of one merge are not merged again, by a later stop or by
+/// compaction once the partition is closed.
+#[test]
+fn a_big_close_merge_runs_on_every_core() {
+    let dir = TempDir::new("close-merge-split");
+    let clock = ManualClock::new(NOW);
+    let mut opts = options(dir.path(), rules("10s:1d", ""));
+    opts.close_merge = std::time::Duration::from_secs(30);
+    opts.close_merge_split_bytes = 1;
+    let names: Vec<String> = (0..3000)
+        .map(|i| format!("h{}.m{}", i / 10, i % 10))
+        .collect();
+    let store = open(&opts, &clock);
+    for round in 0..3i64 {
+        let pts: Vec<(&str, i64, f64)> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| round != 1 || i % 7 != 0)
+            .map(|(i, n)| {
+                (
+                    n.as_str(),
+                    NOW - 600 + round * 10,
+                    (i as i64 * 3 + round) as f64,
+                )
+            })
+            .collect();
+        append(&store, &pts);
+        store.run_maintenance().unwrap();
+    }
+    append(
+        &store,
+        &[("h0.m0", NOW - 600, -1.0), ("h299.m9", NOW - 580, -2.0)],
+    );
+    let read_all = |store: &Store| -> Vec<_> {
+        names
+            .iter()
+            .map(|p| fetch_bits(store, p, NOW - 3600, NOW, NOW))
+            .collect()
+    };
+    let before = read_all(&store);
+    store.close().unwrap();
+    drop(store);
+    let count_parts = || {
+        std::fs::read_dir(dir.path().join("parts"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "part"))
+            })
+            .count()
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    assert_eq!(count_parts(), cores, "one part per core's range");
+    let store = open(&opts, &clock);
+    assert_eq!(read_all(&store), before);
+    let (_, _, v) = vals(&store, "h299.m9", NOW - 590, NOW - 580, NOW);
+    assert_eq!(v, vec![Some(-2.0)]);
+    store.close().unwrap();
+    drop(store);
+    assert_eq!(count_parts(), cores, "a stop does not merge them again");
+    // a day later the partition is closed: compaction leaves the ranges alone too
+    let later = ManualClock::new(NOW + 86_400 / 2);
+    let store = open(&opts, &later);
+    store.run_maintenance().unwrap();
+    assert_eq!(count_parts(), cores);
+    assert_eq!(
+        names
+            .iter()
+            .map(|p| fetch_bits(&store, p, NOW - 3600, NOW, NOW))
+            .collect::<Vec<_>>(),
+        before
+    );
+    store.close().unwrap();
+}

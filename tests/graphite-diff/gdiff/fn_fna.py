@@ -112,6 +112,12 @@ def targets(now):
         ("sumSeriesWithWildcards(isNonNull(diff.*.*.*.*),1,3)", "-3h", ()),
         ("groupByNode(diff.*.*.*.*,1,'sumSeries')", "-7h", ()),
         ("groupByNodes(transformNull(diff.*.*.*.*,-1),'max',1,4)", "-1h", ()),
+        # several lists, streamed list after list (the benchmark harness's count)
+        ("sumSeries(isNonNull(diff.*.*.*),isNonNull(diff.*.*.*.*))", "-1h", ()),
+        ("stddevSeries(%s,scale(diff.mid.*.*.*,2),%s)" % (WIDE, NOTHING), "-7h", ()),
+        ("diffSeries(%s,offset(%s,1),%s)" % (ALPHA, CPU, F1), "-1h", (("xFilesFactor", "0.5"),)),
+        ("countSeries(%s,%s,isNonNull(%s))" % (NOTHING, LOADS, MIX3), "-3h", ()),
+        ("multiplySeries(%s,%s)" % (F1, NOTHING), "-1h", ()),
         # ---- pairwise lists ----
         ("sumSeriesLists(%s,%s)" % (CPU, "diff.fine.web0*.cpu.user"), "-1h", ()),
         ("diffSeriesLists(diff.fine.web0{1,2}.cpu.user,diff.mid.app.{alpha,beta}.rate)", "-1h", ()),

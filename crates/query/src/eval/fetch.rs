@@ -205,6 +205,17 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// The source's events in `[from, until]` ([`crate::source::SeriesSource::events`]).
+    pub(crate) fn events(&self, from: i64, until: i64) -> Vec<crate::source::SourceEvent> {
+        self.source.events(from, until)
+    }
+
+    /// When the anomaly detector watching `name` gave its first score, or `None` when
+    /// none watches it ([`crate::source::SeriesSource::anomaly_scored_from`]).
+    pub(crate) fn anomaly_scored_from(&self, name: &str) -> Option<i64> {
+        self.source.anomaly_scored_from(name)
+    }
+
     /// One stored series by its exact name (no glob expansion, tagged names too) over
     /// the context's interval, or `None` when the source has nothing for it: for
     /// functions that read a companion series of their input (`anomalyScore`).

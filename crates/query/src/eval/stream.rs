@@ -2,15 +2,15 @@
 //! series without holding a million series.
 //!
 //! An aggregating call (`sumSeries`, `averageSeries`, `minSeries`, `maxSeries`,
-//! `diffSeries`, `multiplySeries`, `rangeOfSeries`, `stddevSeries`, `countSeries` with
-//! one argument,
-//! `aggregate(…, 'func'[, xFilesFactor])` with literal arguments) whose argument is a
-//! path pattern, possibly under per-series functions with literal arguments
-//! (`isNonNull`, `absolute`, `scale`, `offset`, `transformNull`), is not prefetched:
-//! its leaves are found, then fetched a chunk at a time in name order, each chunk run
-//! through the per-series functions and folded into the aggregate's accumulators
-//! ([`Fold`]). What is held is the output, one chunk of input series and the leaf
-//! names, whatever the number of series.
+//! `diffSeries`, `multiplySeries`, `rangeOfSeries`, `stddevSeries`, `countSeries`,
+//! `aggregate(…, 'func'[, xFilesFactor])` with literal arguments) whose arguments are
+//! path patterns (or `seriesByTag`), possibly under per-series functions with literal
+//! arguments (`isNonNull`, `absolute`, `scale`, `offset`, `transformNull`), is not
+//! prefetched: the leaves of each argument are found, then fetched a chunk at a time in
+//! name order, argument after argument (graphite-web's `sumSeries(a.*, b.*)` aggregates
+//! the lists joined in that order), each chunk run through the per-series functions and
+//! folded into the aggregate's accumulators ([`Fold`]). What is held is the output, one
+//! chunk of input series and the leaf names, whatever the number of series.
 //!
 //! graphite-web reads every series at the least common multiple of their steps
 //! (`normalize`), which is known only once every series has been seen: the first pass
@@ -25,8 +25,9 @@
 //! at the multiple of its own steps.
 //!
 //! `stddev` reads the list twice: the sums first, then the squared deviations from
-//! each row's average. `median` (which needs whole rows), `groupByTags`, several
-//! lists, keyword arguments and `template()` substitutions take the ordinary path.
+//! each row's average. `median` (which needs whole rows), an argument that is not a
+//! path under per-series calls, keyword arguments and `template()` substitutions take
+//! the ordinary path.
 
 use std::collections::HashMap;
 
@@ -37,9 +38,59 @@ use crate::series::Tags;
 
 use super::{substitute, RequestContext, Session, Substituted, Value};
 
-/// Series fetched and folded at a time: 256 series of a day at 30 s take 2.7 MB of
-/// values (16 bytes a slot), whatever the glob matches.
-const CHUNK: usize = 256;
+/// Series fetched and folded at a time, at first: 256 series of a day at 30 s take
+/// 2.7 MB of values (16 bytes a slot), whatever the glob matches.
+const FIRST_CHUNK: usize = 256;
+/// Then as many series as make about this many values (4 MiB), within the bounds
+/// below: short series in larger chunks, so that a million of them are not read in
+/// 4,000 fetches, each with its own plan and snapshot of the store.
+const CHUNK_VALUES: usize = 1 << 18;
+const MIN_CHUNK: usize = 16;
+const MAX_CHUNK: usize = 4096;
+
+/// Walks the lists' leaves a chunk at a time, each chunk sized after what the one
+/// before held.
+struct Chunks {
+    input: usize,
+    at: usize,
+    len: usize,
+}
+
+impl Chunks {
+    fn new() -> Chunks {
+        Chunks {
+            input: 0,
+            at: 0,
+            len: FIRST_CHUNK,
+        }
+    }
+
+    /// The next chunk: its list's index and names.
+    fn next<'n>(&mut self, names: &'n [Vec<String>]) -> Option<(usize, &'n [String])> {
+        loop {
+            let list = names.get(self.input)?;
+            let end = (self.at + self.len).min(list.len());
+            match list.get(self.at..end).filter(|c| !c.is_empty()) {
+                Some(chunk) => {
+                    self.at = end;
+                    return Some((self.input, chunk));
+                }
+                None => {
+                    self.input += 1;
+                    self.at = 0;
+                }
+            }
+        }
+    }
+
+    /// Sizes the next chunks after one of `series` series holding `values` values.
+    fn observe(&mut self, series: &[crate::series::TimeSeries]) {
+        let values: usize = series.iter().map(|s| s.values.len()).sum();
+        if let Some(per) = values.checked_div(series.len()) {
+            self.len = (CHUNK_VALUES / per.max(1)).clamp(MIN_CHUNK, MAX_CHUNK);
+        }
+    }
+}
 
 /// How many times the fold may start again at a new step (twice is enough unless
 /// series of new steps appear while the query runs).
@@ -57,13 +108,20 @@ pub(super) struct Plan<'c> {
     func: Option<AggFunc>,
     /// `multiplySeries` answers a single series as it is.
     single_as_is: bool,
+    /// The lists, in the order of the arguments (several for `sumSeries(a.*, b.*)`).
+    inputs: Vec<Input<'c>>,
+    group: Group,
+}
+
+/// One list an aggregate reads: a path pattern or `seriesByTag`, under per-series
+/// calls.
+struct Input<'c> {
     pattern: String,
     /// `seriesByTag(…)`'s expressions, when the series come from it (`pattern` is then
     /// the call's text, their path expression).
     tagged: Option<Vec<String>>,
     /// The per-series calls, outermost first.
     chain: Vec<&'c Call>,
-    group: Group,
 }
 
 /// How the series are grouped, each group aggregated into one series named after its
@@ -247,7 +305,22 @@ pub(super) fn plan<'c>(call: &'c Call, functions: &Registry) -> Option<Plan<'c>>
             (name, func, single, call.args.as_slice())
         }
     };
-    let [series] = args else { return None };
+    // graphite-web's `multiplySeries` answers a single series as it is only when it
+    // was given one list
+    let single_as_is = single_as_is && args.len() == 1;
+    let inputs: Option<Vec<Input<'c>>> = args.iter().map(|a| input(a, functions)).collect();
+    let inputs = inputs.filter(|i| !i.is_empty())?;
+    Some(Plan {
+        func_name,
+        func,
+        single_as_is,
+        inputs,
+        group,
+    })
+}
+
+/// The list an argument streams: a path or `seriesByTag` under per-series calls.
+fn input<'c>(series: &'c Arg, functions: &Registry) -> Option<Input<'c>> {
     let mut chain = Vec::new();
     let mut arg = series;
     loop {
@@ -256,14 +329,10 @@ pub(super) fn plan<'c>(call: &'c Call, functions: &Registry) -> Option<Plan<'c>>
                 let Ok(Substituted::Pattern(pattern)) = substitute(path, None) else {
                     return None;
                 };
-                return Some(Plan {
-                    func_name,
-                    func,
-                    single_as_is,
+                return Some(Input {
                     pattern,
                     tagged: None,
                     chain,
-                    group,
                 });
             }
             Arg::Expr(Expr::Call(inner))
@@ -278,14 +347,10 @@ pub(super) fn plan<'c>(call: &'c Call, functions: &Registry) -> Option<Plan<'c>>
                         _ => None,
                     })
                     .collect();
-                return Some(Plan {
-                    func_name,
-                    func,
-                    single_as_is,
+                return Some(Input {
                     pattern: inner.raw.as_str().to_string(),
                     tagged: Some(exprs),
                     chain,
-                    group,
                 });
             }
             Arg::Expr(Expr::Call(inner))
@@ -357,10 +422,11 @@ impl Session<'_> {
         }
         .unwrap_or_else(|| self.x_files_factor(ctx));
 
-        let names = match &plan.tagged {
-            Some(exprs) => self.source.find_tagged(exprs)?,
-            None => self.leaves(std::slice::from_ref(&plan.pattern))?.0,
-        };
+        // each list's leaves, found once: every pass reads the same series
+        let mut names: Vec<Vec<String>> = Vec::with_capacity(plan.inputs.len());
+        for input in &plan.inputs {
+            names.push(self.input_names(input)?);
+        }
         // per group (in order of first appearance): the step to read it at, learnt
         // by the pass before (`None` at first: the step of its first series)
         let mut steps: HashMap<String, i64> = HashMap::new();
@@ -369,13 +435,13 @@ impl Session<'_> {
             let mut again = false;
             // groupByTags: the `name` tag of every series so far, if they agree
             let mut common_name: Option<Option<String>> = None;
-            for chunk in names.chunks(CHUNK) {
-                let mut series = self.fetch_leaves(ctx, &plan.pattern, chunk)?;
-                for inner in plan.chain.iter().rev() {
-                    let mut args = vec![Value::SeriesList(series)];
-                    args.extend(literals(inner.args.get(1..).unwrap_or(&[])));
-                    series = call_function(self, ctx, &inner.name, args)?;
-                }
+            let mut chunks = Chunks::new();
+            while let Some((i, chunk)) = chunks.next(&names) {
+                let Some(input) = plan.inputs.get(i) else {
+                    break;
+                };
+                let series = self.read_chunk(ctx, input, chunk)?;
+                chunks.observe(&series);
                 for s in series {
                     if matches!(plan.group, Group::Tags { by_name: false, .. }) {
                         let name = s.tags.get("name").unwrap_or("");
@@ -438,6 +504,8 @@ impl Session<'_> {
             if twice {
                 self.second_pass(ctx, plan, &names, &mut groups)?;
             }
+            // the leaf names are not needed for the output
+            drop(std::mem::take(&mut names));
             let mut out = Vec::with_capacity(groups.list.len());
             for g in groups.list {
                 let Some(mut result) = g.fold.and_then(|f| f.finish(xff)) else {
@@ -486,21 +554,45 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
+    /// The leaves a list reads, sorted by name.
+    fn input_names(&self, input: &Input<'_>) -> Result<Vec<String>, QueryError> {
+        Ok(match &input.tagged {
+            Some(exprs) => self.source.find_tagged(exprs)?,
+            None => self.leaves(std::slice::from_ref(&input.pattern))?.0,
+        })
+    }
+
+    /// Some of a list's leaves, fetched and run through its per-series calls.
+    fn read_chunk(
+        &mut self,
+        ctx: &RequestContext,
+        input: &Input<'_>,
+        names: &[String],
+    ) -> Result<Vec<crate::series::TimeSeries>, QueryError> {
+        let mut series = self.fetch_leaves(ctx, &input.pattern, names)?;
+        for inner in input.chain.iter().rev() {
+            let mut args = vec![Value::SeriesList(series)];
+            args.extend(literals(inner.args.get(1..).unwrap_or(&[])));
+            series = call_function(self, ctx, &inner.name, args)?;
+        }
+        Ok(series)
+    }
+
     /// The list read again for folds that need it (`stddev`), in the same order.
     fn second_pass(
         &mut self,
         ctx: &RequestContext,
         plan: &Plan<'_>,
-        names: &[String],
+        names: &[Vec<String>],
         groups: &mut Groups,
     ) -> Result<(), QueryError> {
-        for chunk in names.chunks(CHUNK) {
-            let mut series = self.fetch_leaves(ctx, &plan.pattern, chunk)?;
-            for inner in plan.chain.iter().rev() {
-                let mut args = vec![Value::SeriesList(series)];
-                args.extend(literals(inner.args.get(1..).unwrap_or(&[])));
-                series = call_function(self, ctx, &inner.name, args)?;
-            }
+        let mut chunks = Chunks::new();
+        while let Some((i, chunk)) = chunks.next(names) {
+            let Some(input) = plan.inputs.get(i) else {
+                break;
+            };
+            let series = self.read_chunk(ctx, input, chunk)?;
+            chunks.observe(&series);
             for s in series {
                 let key = plan.group.key(&s);
                 if let Some(f) = groups
@@ -642,6 +734,15 @@ mod tests {
         }
     }
 
+    /// Whether a target is evaluated as a stream.
+    fn streams(target: &str) -> bool {
+        let registry = Registry::standard();
+        match crate::grammar::parse_strict(target) {
+            Ok(crate::grammar::Expr::Call(call)) => super::plan(&call, &registry).is_some(),
+            _ => false,
+        }
+    }
+
     /// Each streamed aggregate equals, bit for bit, the same aggregate over the
     /// materialised list (`group()` keeps the series as they are but is not
     /// streamable, so it takes the ordinary path).
@@ -711,6 +812,36 @@ mod tests {
                     "aggregate(group(h*.cpu.*),'countSeries')",
                 ),
                 ("sumSeries(nothing.*)", "sumSeries(group(nothing.*))"),
+                // several lists: joined in argument order (`group()` per argument
+                // keeps them apart on the ordinary path)
+                (
+                    "sumSeries(isNonNull(h*.cpu.1),isNonNull(h0*.*.*),h00*.cpu.2)",
+                    "sumSeries(group(isNonNull(h*.cpu.1)),group(isNonNull(h0*.*.*)),group(h00*.cpu.2))",
+                ),
+                (
+                    "diffSeries(h01*.cpu.0,scale(h00*.cpu.*,2))",
+                    "diffSeries(group(h01*.cpu.0),group(scale(h00*.cpu.*,2)))",
+                ),
+                (
+                    "stddevSeries(h1*.cpu.0,h00*.cpu.*)",
+                    "stddevSeries(group(h1*.cpu.0),group(h00*.cpu.*))",
+                ),
+                (
+                    "countSeries(h*.cpu.0,nothing.*,h2*.cpu.1)",
+                    "countSeries(group(h*.cpu.0),group(nothing.*),group(h2*.cpu.1))",
+                ),
+                (
+                    "multiplySeries(h001.cpu.1,nothing.*)",
+                    "multiplySeries(group(h001.cpu.1),group(nothing.*))",
+                ),
+                (
+                    "averageSeries(h001.cpu.1,h001.cpu.1)",
+                    "averageSeries(group(h001.cpu.1),group(h001.cpu.1))",
+                ),
+                (
+                    "maxSeries(nothing.*,other.*)",
+                    "maxSeries(group(nothing.*),group(other.*))",
+                ),
                 ("sum(h*.cpu.*)", "sum(group(h*.cpu.*))"),
                 (
                     "avg(isNonNull(h*.cpu.*))",
@@ -754,6 +885,8 @@ mod tests {
                     "groupByNodes(group(absolute(h*.cpu.*)),'rangeOf',2)",
                 ),
             ] {
+                assert!(streams(streamed), "{streamed} is not streamed");
+                assert!(!streams(materialised), "{materialised} is streamed");
                 let got = eval(&m, streamed);
                 assert!(
                     !got.is_empty() || streamed.contains("nothing"),

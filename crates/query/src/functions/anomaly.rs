@@ -28,6 +28,19 @@ pub fn score_path(name: &str) -> String {
     s
 }
 
+/// Whether `path` is a score series (its first node is `_anomaly`).
+pub fn is_score_path(path: &str) -> bool {
+    path.strip_prefix("_anomaly")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// Whether a find or glob asks for score series explicitly: its text starts with
+/// `_anomaly`. Other patterns (`*`, `**`, `*.cpu`) do not show them, so the tree and
+/// globs look as they would without detection; `anomalyScore()` reads them by name.
+pub fn pattern_shows_scores(pattern: &str) -> bool {
+    pattern.starts_with("_anomaly")
+}
+
 static PARAMS: [Param; 1] = [Param::new("seriesList", T::SeriesList).required()];
 
 pub(crate) static FUNCTIONS: &[FunctionDef] = &[FunctionDef {
@@ -52,6 +65,7 @@ fn anomaly_score(
     let mut out = Vec::with_capacity(series.len());
     for input in series {
         let name = format!("anomalyScore({})", input.name);
+        let scored_from = session.anomaly_scored_from(&input.name);
         let mut s = match session.fetch_exact(ctx, &score_path(&input.name))? {
             Some(mut scores) => {
                 scores.tags = input.tags.clone();
@@ -69,6 +83,9 @@ fn anomaly_score(
                 nulls
             }
         };
+        if let Some(from) = scored_from {
+            fill_zero_scores(&mut s, &input, from);
+        }
         s.name.clone_from(&name);
         s.path_expression = name;
         out.push(s);
@@ -76,9 +93,44 @@ fn anomaly_score(
     Ok(Value::SeriesList(out))
 }
 
+/// A score of 0 is not stored: every slot of `scores` without a stored score that
+/// holds a point of `input` at or after `scored_from` (the detector's first score)
+/// scored 0. Slots before it (warm-up) and slots without a point stay null.
+fn fill_zero_scores(scores: &mut TimeSeries, input: &TimeSeries, scored_from: i64) {
+    if scores.step <= 0 || input.step <= 0 {
+        return;
+    }
+    let n = scores.values.len() as i64;
+    for (i, v) in input.values.iter().enumerate() {
+        if v.is_none() {
+            continue;
+        }
+        let ts = input.start + i as i64 * input.step;
+        // the slot counts when it ends at or after the first score
+        if ts + input.step - 1 < scored_from {
+            continue;
+        }
+        let k = (ts - scores.start).div_euclid(scores.step);
+        if (0..n).contains(&k) {
+            let slot = &mut scores.values[k as usize];
+            if slot.is_none() {
+                *slot = Some(0.0);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_patterns_naming_scores_show_them() {
+        assert!(is_score_path("_anomaly.a.b") && is_score_path("_anomaly"));
+        assert!(!is_score_path("_anomalyx.a") && !is_score_path("a._anomaly"));
+        assert!(pattern_shows_scores("_anomaly.*") && pattern_shows_scores("_anomaly"));
+        assert!(!pattern_shows_scores("*") && !pattern_shows_scores("_*.a"));
+    }
 
     #[test]
     fn score_paths_keep_tags() {

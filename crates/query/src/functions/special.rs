@@ -4,8 +4,8 @@
 //! `fallbackSeries` and `substr`. `constantLine` is in `calculate.rs`.
 //!
 //! Generated series span the request's interval exactly (not aligned to a step), as in
-//! graphite-web. `events` returns graphite-web's answer for an empty events table (a
-//! null per second): sumi has no events store. `randomWalk` draws from a generator
+//! graphite-web. `events` counts the source's events (sumi's anomaly events) per
+//! second, as graphite-web counts its events table. `randomWalk` draws from a generator
 //! seeded per call, so only its shape is reproducible. Deliberate differences:
 //! generators refuse a step that is not positive (graphite-web loops forever or
 //! fails) and more than ten million points, and `cactiStyle` formats infinite or NaN
@@ -156,8 +156,9 @@ pub(crate) static FUNCTIONS: &[FunctionDef] = &[
         "Special",
         &EVENTS_PARAMS,
         "The number of events with the given tags at each second.\n\n\
-        sumi has no events store: every point is null, as graphite-web answers with an \
-        empty events table. '*' matches every tag.",
+        The events are sumi's anomaly events (as /events/get_data shows them, tagged \
+        'anomaly', their reason and their series); an event counts at its start. '*' \
+        matches every event. Usable with drawAsInfinite.",
         events,
     ),
 ];
@@ -452,7 +453,23 @@ fn events(
     let name = format!("events(\"{}\")", tags.join("\", \""));
     check_points(&inv, ctx.until - ctx.from)?;
     let points = usize::try_from(ctx.until - ctx.from).unwrap_or(0);
-    let mut s = generated(session, &name, ctx, 1, vec![None; points]);
+    let mut values: Vec<Option<f64>> = vec![None; points];
+    // as graphite-web: every event whose time is in [from, until] and that carries all
+    // the tags ('*' alone: any event), counted at its second
+    let any = tags.len() == 1 && tags[0] == "*";
+    for e in session.events(ctx.from, ctx.until) {
+        if e.when < ctx.from || e.when > ctx.until {
+            continue;
+        }
+        if !any && !tags.iter().all(|t| e.tags.contains(t)) {
+            continue;
+        }
+        // an event at `until` itself has no slot (graphite-web fails on it): left out
+        if let Some(v) = values.get_mut((e.when - ctx.from) as usize) {
+            *v = Some(v.unwrap_or(0.0) + 1.0);
+        }
+    }
+    let mut s = generated(session, &name, ctx, 1, values);
     s.consolidation = Consolidation::Sum;
     Ok(Value::SeriesList(vec![s]))
 }

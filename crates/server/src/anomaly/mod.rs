@@ -5,8 +5,11 @@
 //!   protocol (carbon plaintext and pickle, HTTP ingest, GrowthForecast,
 //!   self-monitoring) writes through it. Once the store has taken a batch, each
 //!   watched series' points go through its detector in batch order, and the scores
-//!   are appended to the store as the companion series `_anomaly.<name>` (same
-//!   timestamps), which `anomalyScore(seriesList)` reads back.
+//!   above 0 are appended to the store as the companion series `_anomaly.<name>`
+//!   (same timestamps), which `anomalyScore(seriesList)` reads back (a scored point
+//!   without a stored score scored 0: see `AnomalyFeed::scored_from`).
+//! - Open events of series that stopped sending close after `close_quiet`
+//!   ([`Engine::close_quiet_events`]).
 //! - [`Engine`] holds the detectors (a sharded map, series → detector + event
 //!   tracker), the events (open ones and the most recent closed ones), the counters of
 //!   `/metrics`, and the webhook thread's handle.
@@ -32,7 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use sumi_anomaly::events::{Change, Event, Tracker};
 use sumi_anomaly::state_file as state;
-use sumi_anomaly::Detector;
+use sumi_anomaly::{Detector, Views};
 use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError, SystemClock};
 use sumi_query::functions::anomaly::SCORE_PREFIX;
 use sumi_store::Store;
@@ -55,6 +58,8 @@ pub(crate) struct AnomalyOptions {
     pub(crate) save_interval: Duration,
     /// Closed events kept for the API, the UI and Grafana (oldest dropped first).
     pub(crate) keep_events: usize,
+    /// An open event whose series has sent nothing for this long is closed.
+    pub(crate) close_quiet: Duration,
 }
 
 impl Default for AnomalyOptions {
@@ -69,6 +74,7 @@ impl Default for AnomalyOptions {
             },
             save_interval: Duration::from_secs(300),
             keep_events: 10_000,
+            close_quiet: Duration::from_secs(1800),
         }
     }
 }
@@ -128,7 +134,8 @@ impl Stats {
 }
 
 /// One shard of the series map.
-type Shard = HashMap<Box<str>, Slot>;
+/// (foldhash: the map is looked up once per ingested point of every series.)
+type Shard = HashMap<Box<str>, Slot, foldhash::fast::RandomState>;
 
 /// One series' entry in the map.
 enum Slot {
@@ -143,6 +150,9 @@ struct Watched {
     tracker: Tracker,
     /// Restored or created in this process and not yet caught up with the store.
     needs_history: bool,
+    /// Wall-clock second of the series' last point in this process (its start for a
+    /// restored series): an open event of a series gone quiet is closed.
+    last_arrival: i64,
 }
 
 /// Open events by series, and the most recent closed ones.
@@ -156,7 +166,7 @@ struct Book {
 pub(crate) struct Engine {
     rules: Rules,
     shards: Box<[Mutex<Shard>]>,
-    hasher: std::collections::hash_map::RandomState,
+    hasher: foldhash::fast::RandomState,
     book: Mutex<Book>,
     pub(crate) stats: Arc<Stats>,
     notifier: Option<Notifier>,
@@ -184,11 +194,13 @@ impl Engine {
         let stats = Arc::new(Stats::default());
         let notifier = (!opts.webhooks.urls.is_empty())
             .then(|| Notifier::start(opts.webhooks.clone(), stats.clone()));
-        let shards = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
+        let shards = (0..SHARDS)
+            .map(|_| Mutex::new(HashMap::default()))
+            .collect();
         let engine = Engine {
             rules: opts.rules.clone(),
             shards,
-            hasher: std::collections::hash_map::RandomState::new(),
+            hasher: foldhash::fast::RandomState::default(),
             book: Mutex::new(Book::default()),
             stats,
             notifier,
@@ -203,8 +215,9 @@ impl Engine {
     }
 
     fn shard(&self, name: &str) -> &Mutex<Shard> {
+        // the high bits: the maps use their own seeds, but keep clear of their low bits
         let h = self.hasher.hash_one(name);
-        &self.shards[(h as usize) & (SHARDS - 1)]
+        &self.shards[(h >> 58) as usize & (SHARDS - 1)]
     }
 
     fn state_path(&self) -> PathBuf {
@@ -251,6 +264,7 @@ impl Engine {
                                 det,
                                 tracker: s.tracker,
                                 needs_history: true,
+                                last_arrival: SystemClock.now(),
                             };
                             self.shard(&s.name)
                                 .lock()
@@ -363,6 +377,7 @@ impl Engine {
                                 det: Detector::new(self.rules.0[rule].config.clone()),
                                 tracker: Tracker::default(),
                                 needs_history: !self.fresh_store,
+                                last_arrival: now,
                             }))
                         }
                     };
@@ -372,6 +387,7 @@ impl Engine {
             let Slot::Watched(w) = slot else {
                 continue;
             };
+            w.last_arrival = now;
             if w.needs_history {
                 w.needs_history = false;
                 self.catch_up(name, w, p.ts);
@@ -381,12 +397,22 @@ impl Engine {
                 continue;
             };
             scored += 1;
-            score_name.clear();
-            score_name.push_str(SCORE_PREFIX);
-            score_name.push_str(name);
-            scores.push(&score_name, p.ts, s);
+            // a score of 0 ("nothing unusual", below the rule's `quiet`) is not
+            // stored: anomalyScore answers 0 for a scored point without a stored score
+            if s > 0.0 {
+                score_name.clear();
+                score_name.push_str(SCORE_PREFIX);
+                score_name.push_str(name);
+                scores.push(&score_name, p.ts, s);
+            }
             let alarm = self.rules.0[w.rule].config.alarm;
-            let change = w.tracker.observe(name, p.ts, s, &w.det.views(), alarm);
+            // the views only matter to an open event or one about to open
+            let views = if w.tracker.open.is_some() || s >= alarm {
+                w.det.views()
+            } else {
+                Views::default()
+            };
+            let change = w.tracker.observe(name, p.ts, s, &views, alarm);
             drop(map);
             if change != Change::None {
                 self.record(change);
@@ -455,6 +481,41 @@ impl Engine {
         }
     }
 
+    /// Closes the open events of series that have sent no point for `quiet` (a
+    /// series that stops sending would otherwise keep its event open for ever); the
+    /// webhooks hear of it as of any close. Returns how many were closed.
+    pub(crate) fn close_quiet_events(&self, quiet: Duration) -> usize {
+        let now = SystemClock.now();
+        let open: Vec<String> = self
+            .book
+            .lock()
+            .expect("book")
+            .open
+            .keys()
+            .cloned()
+            .collect();
+        let mut closed = 0;
+        for name in open {
+            let e = {
+                let mut map = self.shard(&name).lock().expect("shard");
+                match map.get_mut(name.as_str()) {
+                    Some(Slot::Watched(w))
+                        if now.saturating_sub(w.last_arrival) >= quiet.as_secs() as i64 =>
+                    {
+                        w.tracker.close_now()
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(e) = e {
+                info!(series = %e.series, id = %e.id, "anomaly event closed: the series sent nothing for {quiet:?}");
+                self.record(Change::Closed(e));
+                closed += 1;
+            }
+        }
+        closed
+    }
+
     /// Open events and closed ones overlapping `[from, until]`, newest start first.
     pub(crate) fn events(&self, from: i64, until: i64) -> Vec<Event> {
         let book = self.book.lock().expect("book");
@@ -471,6 +532,13 @@ impl Engine {
 }
 
 impl sumi_http::anomaly_api::AnomalyFeed for Engine {
+    fn scored_from(&self, name: &str) -> Option<i64> {
+        match self.shard(name).lock().expect("shard").get(name)? {
+            Slot::Watched(w) => w.det.first_scored(),
+            Slot::Unwatched => None,
+        }
+    }
+
     fn events(&self, from: i64, until: i64) -> Vec<Event> {
         Engine::events(self, from, until)
     }
@@ -539,17 +607,27 @@ impl Sink for AnomalySink {
     }
 }
 
-/// Saves the state every `interval` until `stop`.
+/// Saves the state every `interval` until `stop`, and closes the events of series
+/// that went quiet for `close_quiet` (checked every tenth of it, at most every minute).
 pub(crate) async fn save_periodically(
     engine: Arc<Engine>,
     interval: Duration,
+    close_quiet: Duration,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    let tick = (close_quiet / 10).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    let mut next_save = tokio::time::Instant::now() + interval;
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep(tick.min(next_save.saturating_duration_since(tokio::time::Instant::now()))) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+        let e = engine.clone();
+        let _ = tokio::task::spawn_blocking(move || e.close_quiet_events(close_quiet)).await;
+        if tokio::time::Instant::now() < next_save {
+            continue;
+        }
+        next_save = tokio::time::Instant::now() + interval;
         let e = engine.clone();
         match tokio::task::spawn_blocking(move || e.save()).await {
             Ok(Ok(())) => {}

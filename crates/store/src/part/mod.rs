@@ -36,6 +36,8 @@ pub(crate) struct Part {
     pub(crate) bytes: u64,
     /// Blocks hold slots relative to their entry's first slot (version 3).
     pub(crate) rel_slots: bool,
+    /// The smallest and largest series id held (`(1, 0)` for an empty part).
+    pub(crate) series_range: (u32, u32),
 }
 
 impl std::fmt::Debug for Part {
@@ -93,6 +95,7 @@ impl Part {
         let mut expect_block = HEADER_LEN as u64;
         let mut expect_chunk = 0u64;
         let mut prev: Option<u32> = None;
+        let mut first: Option<u32> = None;
         let mut total = 0u64;
         for c in 0..chunks {
             let at = footer.index_offset + (dir_at + c * DIR_LEN) as u64;
@@ -122,6 +125,7 @@ impl Part {
                     return false;
                 }
                 prev = Some(e.series);
+                first.get_or_insert(e.series);
                 expect_block += u64::from(e.len);
                 total += 1;
                 true
@@ -149,6 +153,7 @@ impl Part {
             path: path.to_path_buf(),
             bytes: len,
             rel_slots,
+            series_range: (first.unwrap_or(1), prev.unwrap_or(0)),
         })
     }
 
@@ -169,6 +174,21 @@ impl Part {
             self.map.get(start..dir_at).unwrap_or_default(),
             self.map.get(dir_at..end).unwrap_or_default(),
         )
+    }
+
+    /// Series ids that cut this part into `k` runs of about as many series each (the
+    /// first series of chunks spread evenly; fewer when the part has fewer chunks),
+    /// ascending and above the part's first series.
+    pub(crate) fn split_points(&self, k: usize) -> Vec<u32> {
+        let (_, dir) = self.index_parts();
+        let n = dir.len() / DIR_LEN;
+        let mut out: Vec<u32> = (1..k)
+            .filter_map(|i| dir.get(i * n / k * DIR_LEN..).and_then(DirEntry::decode))
+            .map(|d| d.first_series)
+            .filter(|&s| s > self.series_range.0)
+            .collect();
+        out.dedup();
+        out
     }
 
     /// The index entry of `series`: binary search of the directory, then one chunk.
@@ -418,6 +438,32 @@ impl<'a> Cursor<'a> {
     pub(crate) fn new(part: &'a Part) -> Cursor<'a> {
         let mut entries = part.index_scan();
         let cur = entries.next();
+        Cursor {
+            part,
+            entries,
+            cur,
+            scan: part.scan(),
+        }
+    }
+
+    /// A cursor whose first entry is the first one of series `from` or above: the
+    /// directory is searched for its chunk, nothing before that chunk is read.
+    pub(crate) fn starting_at(part: &'a Part, from: u32) -> Cursor<'a> {
+        let mut entries = part.index_scan();
+        match entries.load_dir() {
+            Ok(dir) => {
+                // the last chunk whose first series is not above `from`
+                entries.next_chunk = dir
+                    .partition_point(|d| d.first_series <= from)
+                    .saturating_sub(1);
+                entries.dir = Some(dir);
+            }
+            Err(e) => entries.error = Some(e),
+        }
+        let mut cur = entries.next();
+        while cur.is_some_and(|e| e.series < from) {
+            cur = entries.next();
+        }
         Cursor {
             part,
             entries,

@@ -10,7 +10,7 @@
 use sumi_model::glob::PathPattern;
 
 use super::log::LogRecord;
-use super::{tree_path, SeriesIndex};
+use super::{tree, tree_path, SeriesIndex};
 use crate::StoreError;
 
 /// The ids of deleted series, as a bitmap indexed by id (a lookup costs a shift and a
@@ -134,6 +134,8 @@ impl SeriesIndex {
         for (name, id) in &names {
             self.tags.remove(*id, name);
         }
+        // nodes may go: the creation path cache must not name them
+        self.tree_cache = tree::PathCache::default();
         self.tree.remove_many(
             names
                 .iter()
@@ -237,6 +239,8 @@ impl SeriesIndex {
         }
         self.write_log()?;
         self.log.sync_handle().sync()?;
+        // nodes may go: the creation path cache must not name them
+        self.tree_cache = tree::PathCache::default();
         self.tree.remove_many(
             moves
                 .iter()

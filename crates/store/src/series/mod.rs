@@ -40,6 +40,35 @@ pub struct FindEntry {
     pub is_leaf: bool,
 }
 
+/// Series names on their way from the log's loader to the thread building the tree.
+#[derive(Default)]
+struct NameChunk {
+    ids: Vec<u32>,
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl NameChunk {
+    /// Names a chunk.
+    const LEN: usize = 4096;
+
+    fn push(&mut self, id: u32, name: &str) {
+        self.ids.push(id);
+        self.bytes.extend_from_slice(name.as_bytes());
+        self.ends.push(self.bytes.len());
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, &str)> + '_ {
+        let mut start = 0;
+        self.ids.iter().zip(&self.ends).map(move |(&id, &end)| {
+            let b = self.bytes.get(start..end).unwrap_or_default();
+            start = end;
+            // pushed from a &str, cut at its own ends
+            (id, std::str::from_utf8(b).unwrap_or_default())
+        })
+    }
+}
+
 /// What a series keeps from the rules it was created under.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct SeriesMeta {
@@ -53,6 +82,11 @@ pub(crate) struct SeriesIndex {
     meta: Vec<SeriesMeta>,
     classes: Vec<Arc<ClassInfo>>,
     tree: Tree,
+    /// The tree holds every live name (see [`tree_ready`](Self::tree_ready)).
+    tree_ready: bool,
+    /// The last created series' path in the tree, so that a series created after its
+    /// sibling looks up only its own last node (cleared whenever nodes are removed).
+    tree_cache: tree::PathCache,
     tags: TagIndex,
     log: SeriesLog,
     partitions_per_level: u32,
@@ -68,7 +102,25 @@ fn tree_path(name: &str) -> bool {
 
 impl SeriesIndex {
     /// Loads `series.log` from `dir` (cutting a torn tail) and opens it for appending.
+    #[cfg(test)]
     pub(crate) fn open(
+        dir: &Path,
+        partitions_per_level: u32,
+        repair: bool,
+    ) -> Result<(SeriesIndex, log::LoadReport), StoreError> {
+        let (mut idx, report) = Self::open_without_tree(dir, partitions_per_level, repair)?;
+        if !idx.tree_ready() {
+            let tree = idx.build_tree();
+            idx.set_tree(tree);
+        }
+        Ok((idx, report))
+    }
+
+    /// [`open`](Self::open) without the metric tree, which `find` needs: the caller
+    /// builds it with [`build_tree`](Self::build_tree) (on another thread while it
+    /// opens the parts and replays the WAL, which need the rest) and installs it with
+    /// [`set_tree`](Self::set_tree) before anything is found.
+    pub(crate) fn open_without_tree(
         dir: &Path,
         partitions_per_level: u32,
         repair: bool,
@@ -78,81 +130,118 @@ impl SeriesIndex {
         let mut meta = Vec::new();
         let mut classes: Vec<Arc<ClassInfo>> = Vec::new();
         let mut deleted = DeletedSet::default();
-        let report = log::load(&path, repair, |rec| match rec {
-            LogRecord::Class {
-                id,
-                archives,
-                widths,
-            } => {
-                if usize::from(id) != classes.len() {
-                    return Err(format!(
-                        "class id {id} out of order (expected {})",
-                        classes.len()
-                    ));
+        // a version-2 log spends about 12 bytes a series: room for that many names up
+        // front spares the table its rehashes while millions load
+        let guess = std::fs::metadata(&path).map_or(0, |m| m.len() / 12) as usize;
+        names.reserve(guess, 0);
+        meta.reserve(guess);
+        let mut tagged = false;
+        // the tree is built from the names as they load, on a thread of its own; a
+        // delete or rename in the log makes it wrong (it holds every name logged), and
+        // it is then built again from the live names once the log is read
+        let mut edited = false;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<NameChunk>(8);
+        let mut chunk = NameChunk::default();
+        let (report, tree) = std::thread::scope(|s| {
+            let builder = std::thread::Builder::new()
+                .name("sumi-open-tree".into())
+                .spawn_scoped(s, move || {
+                    let mut tree = Tree::default();
+                    tree.reserve(guess + guess / 16);
+                    let mut cache = tree::PathCache::default();
+                    for c in rx {
+                        for (id, name) in c.iter() {
+                            if tree_path(name) {
+                                tree.insert_cached(name, id, &mut cache);
+                            }
+                        }
+                    }
+                    tree
+                });
+            let mut tx = builder.is_ok().then_some(tx);
+            let report = log::load(&path, repair, |rec| match rec {
+                LogRecord::Class {
+                    id,
+                    archives,
+                    widths,
+                } => {
+                    if usize::from(id) != classes.len() {
+                        return Err(format!(
+                            "class id {id} out of order (expected {})",
+                            classes.len()
+                        ));
+                    }
+                    if archives.len() > MAX_LEVELS {
+                        return Err(format!("class {id} has {} archives", archives.len()));
+                    }
+                    let r = Retention::new(archives).map_err(|e| format!("class {id}: {e}"))?;
+                    classes.push(Arc::new(ClassInfo::new(id, Arc::new(r), &widths)));
+                    Ok(())
                 }
-                if archives.len() > MAX_LEVELS {
-                    return Err(format!("class {id} has {} archives", archives.len()));
+                LogRecord::Series {
+                    id,
+                    class,
+                    method,
+                    xff,
+                    name,
+                } => {
+                    if id as usize != meta.len() {
+                        return Err(format!(
+                            "series id {id} out of order (expected {})",
+                            meta.len()
+                        ));
+                    }
+                    if usize::from(class) >= classes.len() {
+                        return Err(format!("series {id} names unknown class {class}"));
+                    }
+                    if names.push_absent(name.as_bytes()).is_none() {
+                        return Err(format!("series {name:?} logged twice"));
+                    }
+                    tagged |= name.contains(';');
+                    meta.push(SeriesMeta { class, method, xff });
+                    if let Some(t) = &tx {
+                        chunk.push(id, name);
+                        if chunk.ids.len() >= NameChunk::LEN {
+                            let _ = t.send(std::mem::take(&mut chunk));
+                        }
+                    }
+                    Ok(())
                 }
-                let r = Retention::new(archives).map_err(|e| format!("class {id}: {e}"))?;
-                classes.push(Arc::new(ClassInfo::new(id, Arc::new(r), &widths)));
-                Ok(())
+                LogRecord::Delete { id } => {
+                    if id as usize >= meta.len() || !deleted.insert(id) {
+                        return Err(format!("delete of unknown or deleted series {id}"));
+                    }
+                    names.remove(id);
+                    edited = true;
+                    Ok(())
+                }
+                LogRecord::Rename { id, name } => {
+                    if id as usize >= meta.len() || deleted.contains(id) {
+                        return Err(format!("rename of unknown or deleted series {id}"));
+                    }
+                    if names.find(name.as_bytes()).is_some() {
+                        return Err(format!("rename of series {id} onto existing {name:?}"));
+                    }
+                    names.rename(id, name.as_bytes());
+                    tagged |= name.contains(';');
+                    edited = true;
+                    Ok(())
+                }
+            });
+            if let Some(t) = tx.take() {
+                if !chunk.ids.is_empty() {
+                    let _ = t.send(std::mem::take(&mut chunk));
+                }
             }
-            LogRecord::Series {
-                id,
-                class,
-                method,
-                xff,
-                name,
-            } => {
-                if id as usize != meta.len() {
-                    return Err(format!(
-                        "series id {id} out of order (expected {})",
-                        meta.len()
-                    ));
-                }
-                if usize::from(class) >= classes.len() {
-                    return Err(format!("series {id} names unknown class {class}"));
-                }
-                if names.find(name.as_bytes()).is_some() {
-                    return Err(format!("series {name:?} logged twice"));
-                }
-                names.push(name.as_bytes());
-                meta.push(SeriesMeta { class, method, xff });
-                Ok(())
-            }
-            LogRecord::Delete { id } => {
-                if id as usize >= meta.len() || !deleted.insert(id) {
-                    return Err(format!("delete of unknown or deleted series {id}"));
-                }
-                names.remove(id);
-                Ok(())
-            }
-            LogRecord::Rename { id, name } => {
-                if id as usize >= meta.len() || deleted.contains(id) {
-                    return Err(format!("rename of unknown or deleted series {id}"));
-                }
-                if names.find(name.as_bytes()).is_some() {
-                    return Err(format!("rename of series {id} onto existing {name:?}"));
-                }
-                names.rename(id, name.as_bytes());
-                Ok(())
-            }
-        })?;
-        // the tree holds the live names as they are now, so it is built after the log
-        let mut tree = Tree::default();
-        for id in 0..meta.len() as u32 {
-            if deleted.contains(id) {
-                continue;
-            }
-            if let Ok(name) = std::str::from_utf8(names.get_bytes(id)) {
-                if tree_path(name) {
-                    tree.insert(name, id);
-                }
-            }
-        }
+            let tree = builder.ok().and_then(|h| h.join().ok());
+            (report, tree)
+        });
+        let report = report?;
+        let tree = tree.filter(|_| !edited);
         let log = SeriesLog::open(&path)?;
         let mut tags = TagIndex::new();
-        for id in 0..meta.len() as u32 {
+        // a scan of every name only when one of them is tagged
+        for id in (0..meta.len() as u32).filter(|_| tagged) {
             match std::str::from_utf8(names.get_bytes(id)) {
                 Ok(name) if name.contains(';') && !deleted.contains(id) => {
                     tags.insert(id, name);
@@ -166,7 +255,9 @@ impl SeriesIndex {
                 names,
                 meta,
                 classes,
-                tree,
+                tree_ready: tree.is_some(),
+                tree: tree.unwrap_or_default(),
+                tree_cache: tree::PathCache::default(),
                 tags,
                 log,
                 partitions_per_level,
@@ -174,6 +265,39 @@ impl SeriesIndex {
             },
             report,
         ))
+    }
+
+    /// The metric tree of the live names as they are now (after the log's renames and
+    /// deletes), in id order.
+    pub(crate) fn build_tree(&self) -> Tree {
+        let mut tree = Tree::default();
+        // about a node a series (the leaf; its parents are shared), and a few more
+        tree.reserve(self.meta.len() + self.meta.len() / 16);
+        let mut cache = tree::PathCache::default();
+        for id in 0..self.meta.len() as u32 {
+            if self.deleted.contains(id) {
+                continue;
+            }
+            if let Ok(name) = std::str::from_utf8(self.names.get_bytes(id)) {
+                if tree_path(name) {
+                    tree.insert_cached(name, id, &mut cache);
+                }
+            }
+        }
+        tree
+    }
+
+    /// True when the tree was built as the log loaded (no delete or rename in it):
+    /// [`build_tree`](Self::build_tree) is then not needed.
+    pub(crate) fn tree_ready(&self) -> bool {
+        self.tree_ready
+    }
+
+    /// Installs the tree [`build_tree`](Self::build_tree) made.
+    pub(crate) fn set_tree(&mut self, tree: Tree) {
+        self.tree = tree;
+        self.tree_ready = true;
+        self.tree_cache = tree::PathCache::default();
     }
 
     /// Ids handed out, deleted series included.
@@ -193,6 +317,17 @@ impl SeriesIndex {
 
     pub(crate) fn lookup(&self, name: &[u8]) -> Option<u32> {
         self.names.find(name)
+    }
+
+    /// The hash [`lookup_hashed`](Self::lookup_hashed) and
+    /// [`create_hashed`](Self::create_hashed) take, so that a series created by a
+    /// write hashes its name once.
+    pub(crate) fn name_hash(&self, name: &[u8]) -> u64 {
+        self.names.hash(name)
+    }
+
+    pub(crate) fn lookup_hashed(&self, hash: u64, name: &[u8]) -> Option<u32> {
+        self.names.find_hashed(hash, name)
     }
 
     /// The rules of a live series; `None` for an unknown or deleted id (so the WAL
@@ -254,6 +389,16 @@ impl SeriesIndex {
     /// Creates a series (the caller checked it is absent); its records are queued in the
     /// log until [`write_log`](Self::write_log).
     pub(crate) fn create(&mut self, name: &str, cfg: &SeriesConfig) -> Result<u32, StoreError> {
+        self.create_hashed(name, self.name_hash(name.as_bytes()), cfg)
+    }
+
+    /// [`create`](Self::create) with the name's [`name_hash`](Self::name_hash).
+    pub(crate) fn create_hashed(
+        &mut self,
+        name: &str,
+        hash: u64,
+        cfg: &SeriesConfig,
+    ) -> Result<u32, StoreError> {
         let class = self.class_for(&cfg.retention)?;
         let id = u32::try_from(self.meta.len())
             .ok()
@@ -266,14 +411,14 @@ impl SeriesIndex {
             xff: cfg.xff,
             name,
         });
-        self.names.push(name.as_bytes());
+        self.names.push_hashed(hash, name.as_bytes());
         self.meta.push(SeriesMeta {
             class,
             method: cfg.method,
             xff: cfg.xff,
         });
         if tree_path(name) {
-            self.tree.insert(name, id);
+            self.tree.insert_cached(name, id, &mut self.tree_cache);
         }
         if name.contains(';') {
             self.tags.insert(id, name);
@@ -347,6 +492,45 @@ mod tests {
     use super::*;
     use crate::testutil::TempDir;
     use sumi_model::SeriesRules;
+
+    /// The tree built while the log loads (names sent in chunks to its thread) finds
+    /// what the tree built by the creations found.
+    #[test]
+    fn tree_built_while_loading_finds_the_same() {
+        let dir = TempDir::new("index-chunks");
+        let rules = SeriesRules::builtin();
+        let names: Vec<String> = (0..10_000)
+            .map(|i| format!("h{}.cpu.m{}", i / 7, i % 7))
+            .chain(["tagged;k=v".to_string(), "lone".to_string()])
+            .collect();
+        let pats = [
+            "h1*.cpu.m3",
+            "*",
+            "h99.*.*",
+            "h1428.cpu.*",
+            "lone",
+            "*.*.m6",
+        ];
+        let before: Vec<_> = {
+            let (mut idx, _) = SeriesIndex::open(dir.path(), 8, false).unwrap();
+            for n in &names {
+                idx.create(n, &rules.config_for(n)).unwrap();
+            }
+            idx.write_log().unwrap();
+            pats.iter()
+                .map(|p| idx.find(&PathPattern::parse(p)))
+                .collect()
+        };
+        let (idx, _) = SeriesIndex::open_without_tree(dir.path(), 8, false).unwrap();
+        assert!(idx.tree_ready());
+        assert_eq!(idx.tree_nodes(), 1 + 1 + 1429 + 1429 + 7 * 1429 - 3);
+        let after: Vec<_> = pats
+            .iter()
+            .map(|p| idx.find(&PathPattern::parse(p)))
+            .collect();
+        assert_eq!(after, before);
+        assert_eq!(after[0].len(), 1 + 10 + 100 + 429); // h1, h1x, h1xx, h1000..h1428
+    }
 
     #[test]
     fn create_reload_find() {

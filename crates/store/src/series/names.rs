@@ -90,8 +90,12 @@ impl Names {
 
     /// Adds a name known to be absent; returns its id.
     pub(crate) fn push(&mut self, name: &[u8]) -> u32 {
+        self.push_hashed(self.hash(name), name)
+    }
+
+    /// [`push`](Self::push) of a name whose [`hash`](Self::hash) the caller has.
+    pub(crate) fn push_hashed(&mut self, hash: u64, name: &[u8]) -> u32 {
         let id = self.ends.len() as u32;
-        let hash = self.hash(name);
         self.arena.extend_from_slice(name);
         self.ends.push(self.arena.len() as u64);
         let Names {
@@ -103,6 +107,48 @@ impl Names {
         } = self;
         table.insert_unique(hash, id, |&i| state.hash_one(slice(arena, ends, moved, i)));
         id
+    }
+
+    /// Adds `name` unless it is present (one probe of the table for both); returns its
+    /// new id, or `None` when the name was there already.
+    pub(crate) fn push_absent(&mut self, name: &[u8]) -> Option<u32> {
+        let id = self.ends.len() as u32;
+        let hash = self.hash(name);
+        let Names {
+            arena,
+            ends,
+            table,
+            state,
+            moved,
+        } = self;
+        match table.entry(
+            hash,
+            |&i| slice(arena, ends, moved, i) == name,
+            |&i| state.hash_one(slice(arena, ends, moved, i)),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(_) => None,
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert(id);
+                arena.extend_from_slice(name);
+                ends.push(arena.len() as u64);
+                Some(id)
+            }
+        }
+    }
+
+    /// Room for `names` more names of `bytes` bytes in all, so that a bulk load does
+    /// not grow (and rehash) the table step by step.
+    pub(crate) fn reserve(&mut self, names: usize, bytes: usize) {
+        self.arena.reserve(bytes);
+        self.ends.reserve(names);
+        let Names {
+            arena,
+            ends,
+            table,
+            state,
+            moved,
+        } = self;
+        table.reserve(names, |&i| state.hash_one(slice(arena, ends, moved, i)));
     }
 
     /// Takes `id` out of the hash table: [`find`](Self::find) no longer returns it

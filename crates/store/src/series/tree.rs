@@ -86,6 +86,14 @@ impl StarGlob {
     }
 }
 
+/// The previous path given to [`Tree::insert_cached`] and its nodes: `(end of the
+/// node's name in the path, node id)`, root first.
+#[derive(Default)]
+pub(crate) struct PathCache {
+    path: Vec<u8>,
+    nodes: Vec<(usize, u32)>,
+}
+
 pub(crate) struct Tree {
     nodes: Vec<Node>,
     /// `(parent, name symbol, child)`: the key sits in the table, so a lookup touches
@@ -131,38 +139,94 @@ impl Tree {
         self.nodes.get(id as usize)
     }
 
+    /// Room for `nodes` more nodes, so that a bulk load does not grow (and rehash) the
+    /// child table step by step.
+    pub(crate) fn reserve(&mut self, nodes: usize) {
+        self.nodes.reserve(nodes);
+        let state = &self.state;
+        self.children
+            .reserve(nodes, |&(p, s, _)| Self::child_hash(state, p, s));
+    }
+
     /// Adds the path of series `series` (dot-separated, no empty node).
     pub(crate) fn insert(&mut self, path: &str, series: u32) {
         let mut cur = ROOT;
         for part in path.split('.') {
-            let sym = self.syms.intern(part.as_bytes());
-            cur = match self.child(cur, sym) {
-                Some(c) => c,
-                None => {
-                    let id = self.nodes.len() as u32;
-                    let first = self.nodes.get(cur as usize).map_or(NONE, |n| n.first_child);
-                    self.nodes.push(Node {
-                        sym,
-                        first_child: NONE,
-                        next_sibling: first,
-                        leaf: NONE,
-                    });
-                    if let Some(p) = self.nodes.get_mut(cur as usize) {
-                        p.first_child = id;
-                    }
-                    let h = Self::child_hash(&self.state, cur, sym);
-                    let state = &self.state;
-                    self.children
-                        .insert_unique(h, (cur, sym, id), |&(p, s, _)| {
-                            Self::child_hash(state, p, s)
-                        });
-                    id
-                }
-            };
+            cur = self.child_or_new(cur, part);
         }
         if let Some(n) = self.nodes.get_mut(cur as usize) {
             n.leaf = series;
         }
+    }
+
+    /// [`insert`](Self::insert) for a bulk load: the nodes of the previous path's
+    /// leading nodes that this path shares (byte for byte) are taken from `cache`
+    /// instead of being looked up. Series logged one after another mostly share all
+    /// but their last node (`host.cpu.user`, `host.cpu.system`), so opening a store of
+    /// millions of series hashes about one node per series instead of all of them.
+    /// `cache` is valid only while nothing but this method changes the tree.
+    pub(crate) fn insert_cached(&mut self, path: &str, series: u32, cache: &mut PathCache) {
+        let b = path.as_bytes();
+        let common = b
+            .iter()
+            .zip(&cache.path)
+            .take_while(|(x, y)| x == y)
+            .count();
+        // leading nodes of the cached path that end inside the common prefix, at a
+        // node boundary of this path too
+        let mut keep = 0;
+        for &(end, _) in &cache.nodes {
+            let boundary = end < common || (end == common && (b.len() == end || b[end] == b'.'));
+            if !boundary {
+                break;
+            }
+            keep += 1;
+        }
+        cache.nodes.truncate(keep);
+        let (mut cur, mut start) = match cache.nodes.last() {
+            Some(&(end, node)) => (node, end + 1),
+            None => (ROOT, 0),
+        };
+        while start <= b.len() {
+            let end = b[start..]
+                .iter()
+                .position(|&c| c == b'.')
+                .map_or(b.len(), |i| start + i);
+            cur = self.child_or_new(cur, &path[start..end]);
+            cache.nodes.push((end, cur));
+            start = end + 1;
+        }
+        cache.path.clear();
+        cache.path.extend_from_slice(b);
+        if let Some(n) = self.nodes.get_mut(cur as usize) {
+            n.leaf = series;
+        }
+    }
+
+    /// The child of `cur` named `part`, created when absent.
+    fn child_or_new(&mut self, cur: u32, part: &str) -> u32 {
+        let sym = self.syms.intern(part.as_bytes());
+        if let Some(c) = self.child(cur, sym) {
+            return c;
+        }
+        let id = self.nodes.len() as u32;
+        let first = self.nodes.get(cur as usize).map_or(NONE, |n| n.first_child);
+        self.nodes.push(Node {
+            sym,
+            first_child: NONE,
+            next_sibling: first,
+            leaf: NONE,
+        });
+        if let Some(p) = self.nodes.get_mut(cur as usize) {
+            p.first_child = id;
+        }
+        let h = Self::child_hash(&self.state, cur, sym);
+        let state = &self.state;
+        self.children
+            .insert_unique(h, (cur, sym, id), |&(p, s, _)| {
+                Self::child_hash(state, p, s)
+            });
+        id
     }
 
     fn children_of(&self, id: u32) -> impl Iterator<Item = u32> + '_ {
@@ -475,6 +539,55 @@ mod tests {
 
     fn s(v: &[(&str, bool)]) -> Vec<(String, bool)> {
         v.iter().map(|(p, l)| (p.to_string(), *l)).collect()
+    }
+
+    /// A bulk load through the path cache builds the same tree as plain inserts,
+    /// whatever the previous path shares with the next (whole nodes, part of a node,
+    /// a longer or shorter path).
+    #[test]
+    fn cached_inserts_build_the_same_tree() {
+        let paths = [
+            "a.b.c",
+            "a.b.d",
+            "a.bc.d",
+            "a.b",
+            "a.b.c.e",
+            "ab.c",
+            "a.c",
+            "a",
+            "x.y.z",
+            "a.b.d.f",
+            "a.bb",
+            "a.b.e",
+            "h1.cpu.user",
+            "h1.cpu.sys",
+            "h10.cpu.user",
+            "h1.cpux.user",
+            "h1.cpu.user.x",
+        ];
+        let plain = tree(&paths);
+        let mut cached = Tree::default();
+        let mut cache = PathCache::default();
+        for (i, p) in paths.iter().enumerate() {
+            cached.insert_cached(p, i as u32, &mut cache);
+        }
+        assert_eq!(cached.node_count(), plain.node_count());
+        for pat in [
+            "*",
+            "*.*",
+            "*.*.*",
+            "*.*.*.*",
+            "**",
+            "a.b.*",
+            "h1*.cpu*.*",
+            "a.b",
+        ] {
+            assert_eq!(find(&cached, pat), find(&plain, pat), "{pat}");
+        }
+        for (i, p) in paths.iter().enumerate() {
+            let node = cached.node_at(p).unwrap();
+            assert_eq!(cached.leaf_of(node), Some(i as u32), "{p}");
+        }
     }
 
     #[test]

@@ -163,8 +163,7 @@ pub(crate) struct Fold {
     total: usize,
     len: usize,
     columns: Columns,
-    path_expressions: Vec<String>,
-    seen: std::collections::HashSet<String>,
+    path_expressions: PathExpressions,
     tags: Vec<(String, String)>,
     /// `multiplySeries` of one series answers that series ([`Fold::single_as_is`]).
     single_as_is: bool,
@@ -187,8 +186,7 @@ impl Fold {
             total: 0,
             len: 0,
             columns: Columns::new(0, func.map_or(Kind::Sum, Kind::of)),
-            path_expressions: Vec::new(),
-            seen: std::collections::HashSet::new(),
+            path_expressions: PathExpressions::new(&format!("{func_name}Series(")),
             tags: Vec::new(),
             single_as_is: false,
             first: None,
@@ -232,9 +230,7 @@ impl Fold {
             None => (series.start, series.end),
             Some((start, end)) => (start.min(series.start), end.max(series.end)),
         });
-        if self.seen.insert(series.path_expression.clone()) {
-            self.path_expressions.push(series.path_expression.clone());
-        }
+        self.path_expressions.add(&series.path_expression);
         if self.total == 0 {
             self.tags = series
                 .tags
@@ -273,11 +269,7 @@ impl Fold {
         let step = self.step;
         let end = end - (end - start).rem_euclid(step);
         let span = Span { start, end, step };
-        let name = format!(
-            "{}Series({})",
-            self.func_name,
-            self.path_expressions.join(",")
-        );
+        let name = self.path_expressions.finish();
         let Some(func) = self.func else {
             let values = vec![Some(self.total as f64); self.len];
             return Some(new_series(name, span, values, xff, None));
@@ -292,6 +284,72 @@ impl Fold {
         }
         tags.set("aggregatedBy", &self.func_name);
         Some(new_series(name, span, values, xff, Some(tags)))
+    }
+}
+
+/// The distinct path expressions of a fold's series, in order of first appearance,
+/// joined by commas into the aggregate's name as they come (graphite-web's
+/// `formatPathExpressions`). Over a million series whose expressions all differ
+/// (`sumSeries(isNonNull(a.*))` names each `isNonNull(a.x)`), the name is all that is
+/// held of them: the set that keeps them unique holds places in it, not copies.
+struct PathExpressions {
+    /// The name so far: `sumSeries(` and the expressions.
+    name: String,
+    /// Where the head ends (the first expression starts).
+    head: usize,
+    /// Each distinct expression as (start, end) in `name`.
+    set: hashbrown::HashTable<(usize, usize)>,
+    state: foldhash::fast::RandomState,
+    /// The last one added: the series of a plain glob share one expression.
+    last: Option<(usize, usize)>,
+}
+
+impl PathExpressions {
+    fn new(head: &str) -> PathExpressions {
+        PathExpressions {
+            name: head.to_string(),
+            head: head.len(),
+            set: hashbrown::HashTable::new(),
+            state: foldhash::fast::RandomState::default(),
+            last: None,
+        }
+    }
+
+    fn add(&mut self, expr: &str) {
+        use std::hash::BuildHasher;
+        let PathExpressions {
+            name,
+            head,
+            set,
+            state,
+            last,
+        } = self;
+        let text = |(start, end): (usize, usize)| name.get(start..end).unwrap_or("");
+        if last.is_some_and(|l| text(l) == expr) {
+            return;
+        }
+        let hash = state.hash_one(expr);
+        if let Some(&found) = set.find(hash, |&e| text(e) == expr) {
+            *last = Some(found);
+            return;
+        }
+        if name.len() > *head {
+            name.push(',');
+        }
+        let place = (name.len(), name.len() + expr.len());
+        name.push_str(expr);
+        let name = &*name;
+        set.insert_unique(hash, place, |&(start, end)| {
+            state.hash_one(name.get(start..end).unwrap_or(""))
+        });
+        *last = Some(place);
+    }
+
+    /// The name, closed.
+    fn finish(self) -> String {
+        let mut name = self.name;
+        name.push(')');
+        name
     }
 }
 

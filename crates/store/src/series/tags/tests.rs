@@ -210,3 +210,82 @@ fn memory_per_series_stays_small() {
     assert!(per_series < 24.0, "{per_series} bytes a series");
     assert!(per_series >= 16.0, "{per_series} bytes a series");
 }
+
+#[test]
+fn candidates_are_kept_as_a_filter_would() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u32| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % u64::from(n)) as u32
+    };
+    for round in 0..200 {
+        let mut list = |len: u32, spread: u32| {
+            let mut v: Vec<u32> = (0..len).map(|_| next(spread)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let spread = if round % 2 == 0 { 100 } else { 100_000 };
+        let ids = list(1 + round % 50, spread);
+        let lists: Vec<Vec<u32>> = (0..round % 5).map(|k| list(k * 300 + 3, spread)).collect();
+        let refs: Vec<&[u32]> = lists.iter().map(Vec::as_slice).collect();
+        let mut kept = ids.clone();
+        keep_listed(&mut kept, &refs);
+        let want: Vec<u32> = ids
+            .into_iter()
+            .filter(|id| lists.iter().any(|l| l.contains(id)))
+            .collect();
+        assert_eq!(kept, want, "round {round}");
+    }
+}
+
+/// Three expressions over series whose values repeat: an equality with many series
+/// (looked up in its postings), one with a regex over few values, and a negation
+/// (checked on the names), as `seriesByTag` over a fleet asks.
+#[test]
+fn postings_and_names_agree() {
+    let names: Vec<String> = (0..3000)
+        .map(|i| {
+            format!(
+                "cpu.usage;core={};dc=dc{};host=h{}",
+                i % 10,
+                (i / 10) % 7,
+                i / 10
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (idx, names) = index(&refs);
+    for exprs in [
+        &["name=cpu.usage", "dc=dc3", "host=~h1.*"][..],
+        &["dc=dc3", "core=4", "host!=h3"],
+        &["host=~h2[0-9]", "dc=~dc[12]", "core!=~[0-5]"],
+    ] {
+        let got = find(&idx, &names, exprs).unwrap();
+        let want: Vec<String> = names
+            .iter()
+            .filter(|n| {
+                let tags = parse_carbon(n).unwrap();
+                let get = |t: &str| tags.iter().find(|(k, _)| *k == t).map(|(_, v)| *v);
+                exprs.iter().all(|e| {
+                    let e = TagExpr::parse(e).unwrap();
+                    let v = get(&e.tag).unwrap_or("");
+                    let re = || regex::Regex::new(&format!("^(?:{})", e.spec)).unwrap();
+                    match e.op {
+                        TagOp::Eq => v == e.spec,
+                        TagOp::Ne => v != e.spec,
+                        TagOp::Match => re().is_match(v),
+                        TagOp::NotMatch => !re().is_match(v),
+                    }
+                })
+            })
+            .cloned()
+            .collect();
+        let mut want = want;
+        want.sort();
+        assert!(!want.is_empty(), "{exprs:?}");
+        assert_eq!(got, want, "{exprs:?}");
+    }
+}
