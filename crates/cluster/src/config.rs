@@ -70,6 +70,12 @@ pub struct ClusterConfig {
     /// its replica. Off: such a partition is consumed from the log's beginning.
     #[serde(default)]
     pub copy_from_peers: bool,
+    /// Storage role: at most this many points a second applied from the log (0: no
+    /// cap), so that a replay after a restart leaves CPU to queries; the node is then
+    /// behind the log for longer (and asked for reads only as the last resort
+    /// meanwhile, see docs/cluster.md, "Reads").
+    #[serde(default)]
+    pub consume_max_points_per_sec: u64,
 }
 
 /// A storage node as the others see it (`[[cluster.peers]]`).

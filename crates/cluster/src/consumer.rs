@@ -169,6 +169,9 @@ impl StorageConsumer {
             stats: stats.clone(),
             stop: stop.clone(),
             dirty: std::cell::Cell::new(false),
+            max_rate: config.consume_max_points_per_sec,
+            rate_from: std::cell::Cell::new(None),
+            rate_points: std::cell::Cell::new(0),
         };
         let thread = std::thread::Builder::new()
             .name("sumi-consume".into())
@@ -204,6 +207,11 @@ struct Run {
     /// Offsets moved since the last checkpoint (a `Cell`: set while a polled message
     /// borrows the consumer).
     dirty: std::cell::Cell<bool>,
+    /// `consume_max_points_per_sec` (0: none), and the points applied since the first
+    /// apply, which the cap paces.
+    max_rate: u64,
+    rate_from: std::cell::Cell<Option<Instant>>,
+    rate_points: std::cell::Cell<u64>,
 }
 
 impl Run {
@@ -255,7 +263,7 @@ impl Run {
             let payload = msg.payload().unwrap_or_default();
             let this_arrival = peek_arrival(payload);
             if !taken.is_empty()
-                && (this_arrival != Some(arrival) || batch.len() >= APPLY_MAX_POINTS)
+                && (this_arrival != Some(arrival) || batch.len() >= self.batch_max())
                 && !self.flush(&mut batch, arrival, &mut taken)
             {
                 break;
@@ -321,10 +329,42 @@ impl Run {
         self.dirty.set(true);
     }
 
+    /// The points of one engine append: under a rate cap, at most a second's worth,
+    /// so that a paced replay moves on in steps.
+    fn batch_max(&self) -> usize {
+        match self.max_rate {
+            0 => APPLY_MAX_POINTS,
+            r => (r as usize).clamp(1, APPLY_MAX_POINTS),
+        }
+    }
+
+    /// With a cap on the apply rate, sleeps until `points` more are within it (in
+    /// short steps, so that a stop is not held up).
+    fn pace(&self, points: u64) {
+        if self.max_rate == 0 {
+            return;
+        }
+        let from = match self.rate_from.get() {
+            Some(t) => t,
+            None => {
+                let t = Instant::now();
+                self.rate_from.set(Some(t));
+                t
+            }
+        };
+        let total = self.rate_points.get() + points;
+        self.rate_points.set(total);
+        let due = from + Duration::from_secs_f64(total as f64 / self.max_rate as f64);
+        while Instant::now() < due && !self.stop.load(Ordering::Relaxed) {
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
+        }
+    }
+
     /// Applies the points of one or more records (one arrival second), retrying while
     /// the engine refuses for now; false when stopping (or the store closed) before
     /// they were applied.
     fn apply(&self, batch: &Batch, arrival: i64) -> bool {
+        self.pace(batch.len() as u64);
         let mut pause = Duration::from_millis(10);
         loop {
             match self.store.write_at(batch, arrival) {

@@ -35,6 +35,15 @@
 //! A node asked for partitions it does not serve (not owned, or still joining: see
 //! [`crate::handoff`]) answers `421`; the asker then asks the next replica of them
 //! without taking the node for down. `partitions` is optional (an older asker).
+//!
+//! A node that owns a partition but is **behind the log** with it (replaying after a
+//! restart, or catching up after a copy) answers `421` too, with
+//! [`BEHIND_HEADER`](crate::handoff::BEHIND_HEADER): a read goes to a caught-up replica
+//! when one is left. When none is, the behind one is asked again with
+//! [`LAST_RESORT_HEADER`](crate::handoff::LAST_RESORT_HEADER) and answers; its
+//! partitions are then *stale* (the answer may lack the newest points): the answer says
+//! so like a partial one (`stale=` in [`PARTIAL_HEADER`],
+//! `sumi_cluster_read_stale_total`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,13 +62,43 @@ use sumi_model::glob::PathPattern;
 use sumi_query::source::{FetchedRef, FetchedSeries, FindNode, SeriesSource, SourceError};
 use sumi_store::{Store, TagExpr, TagOp, TagQueryError};
 
-use crate::handoff::{self, refuse_unless_served, PartitionStates};
+use crate::handoff::{self, is_last_resort, refuse_unless_served, PartitionStates};
 use crate::source::{QueryLimits, StoreSource};
 use crate::AppState;
 
 /// The response header of a partial answer: `partitions=3,7`, the partitions no
-/// replica answered for.
+/// replica answered for; `stale=2,5`, the partitions only a replica behind the log
+/// answered for (their newest points may be missing); both: `partitions=3,7; stale=2,5`.
 pub const PARTIAL_HEADER: &str = "x-sumi-partial";
+
+thread_local! {
+    /// Set on the thread of a request asked of a replica behind the log as the last
+    /// resort (each request of [`Fanout::gather`] runs on its own thread).
+    static LAST_RESORT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The partitions an answer lacks, or has only from a replica behind the log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Gaps {
+    /// No replica answered for these.
+    pub missing: BTreeSet<u32>,
+    /// Only a replica behind the log answered for these.
+    pub stale: BTreeSet<u32>,
+}
+
+impl Gaps {
+    pub fn is_empty(&self) -> bool {
+        self.missing.is_empty() && self.stale.is_empty()
+    }
+
+    /// Adds another read's gaps (of the same request); a partition missing in one read
+    /// and stale in another counts as missing.
+    pub fn extend(&mut self, other: Gaps) {
+        self.missing.extend(other.missing);
+        self.stale.extend(other.stale);
+        self.stale.retain(|p| !self.missing.contains(p));
+    }
+}
 
 /// How long a peer that failed is asked only when no other replica is left.
 const DOWN_FOR: Duration = Duration::from_secs(5);
@@ -102,12 +141,16 @@ pub struct FanoutStats {
     pub partial_answers: AtomicU64,
     /// Partitions missing from those answers, summed.
     pub partial_partitions: AtomicU64,
+    /// Answers with partitions only a replica behind the log answered for.
+    pub stale_answers: AtomicU64,
+    /// Those partitions, summed.
+    pub stale_partitions: AtomicU64,
 }
 
 impl FanoutStats {
     /// Prometheus text.
     pub fn write_prometheus(&self, out: &mut String) {
-        let rows: [(&str, &str, &AtomicU64); 5] = [
+        let rows: [(&str, &str, &AtomicU64); 7] = [
             (
                 "sumi_cluster_read_peer_requests_total",
                 "Read requests sent to other cluster nodes.",
@@ -132,6 +175,16 @@ impl FanoutStats {
                 "sumi_cluster_read_partial_partitions_total",
                 "Partitions missing from partial answers, summed.",
                 &self.partial_partitions,
+            ),
+            (
+                "sumi_cluster_read_stale_total",
+                "Read answers with partitions only a replica behind the log (replaying, catching up) answered for.",
+                &self.stale_answers,
+            ),
+            (
+                "sumi_cluster_read_stale_partitions_total",
+                "Partitions of stale answers that only a replica behind the log answered for, summed.",
+                &self.stale_partitions,
             ),
         ];
         for (name, help, v) in rows {
@@ -160,10 +213,14 @@ enum PeerError {
     Down(String),
     /// Not a replica of what it was asked (421): ask another, it is not down.
     Elsewhere(String),
+    /// A replica, but behind the log (421 with `BEHIND_HEADER`): ask another, and this
+    /// one only when no other is left.
+    Behind(String),
 }
 
-/// A cluster answer with the partitions no replica answered for (empty: complete).
-pub type Answer<T> = Result<(T, BTreeSet<u32>), SourceError>;
+/// A cluster answer with the partitions no replica (or only one behind the log)
+/// answered for (empty: complete).
+pub type Answer<T> = Result<(T, Gaps), SourceError>;
 
 /// A tag's values with their series counts, sorted by value.
 pub type ValueCounts = Vec<(String, u64)>;
@@ -171,13 +228,15 @@ pub type ValueCounts = Vec<(String, u64)>;
 /// What one target answers for the partitions given to it.
 type PeerCall<'c, T> = dyn Fn(Target<'_>, &[u32]) -> Result<T, PeerError> + Sync + 'c;
 
-/// One request of a round: who was asked (`None`: this node), for what, the answer.
-type Asked<T> = (Option<usize>, Vec<u32>, Result<T, PeerError>);
+/// One request of a round: who was asked (`None`: this node), as the last resort or
+/// not, for what, the answer.
+type Asked<T> = ((Option<usize>, bool), Vec<u32>, Result<T, PeerError>);
 
-/// What [`Fanout::gather`] collected, and the partitions nobody answered for.
+/// What [`Fanout::gather`] collected, and the partitions nobody (or only a replica
+/// behind the log) answered for.
 struct Gathered<T> {
     parts: Vec<T>,
-    missing: BTreeSet<u32>,
+    missing: Gaps,
 }
 
 /// The cluster's partitions and their replicas, and the client that asks them.
@@ -232,7 +291,8 @@ impl Fanout {
         self.owns(p) && !self.states.is_joining(p)
     }
 
-    fn owns(&self, p: u32) -> bool {
+    /// Whether this node owns `p` in the configuration (counted as its replica or not).
+    pub fn owns(&self, p: u32) -> bool {
         self.replicas.get(p as usize).is_some_and(|r| {
             r.iter()
                 .any(|&i| self.opts.peers[i].node_id == self.opts.node_id)
@@ -248,23 +308,36 @@ impl Fanout {
         (0..self.opts.partitions).collect()
     }
 
-    /// Records a partial answer; the header value saying which partitions it lacks.
-    pub fn note_partial(&self, missing: &BTreeSet<u32>) -> Option<String> {
-        if missing.is_empty() {
+    /// Records a partial or stale answer; the header value saying which partitions
+    /// it lacks or has only from a replica behind the log.
+    pub fn note_partial(&self, gaps: &Gaps) -> Option<String> {
+        if gaps.is_empty() {
             return None;
         }
-        self.stats.partial_answers.fetch_add(1, Ordering::Relaxed);
-        self.stats
-            .partial_partitions
-            .fetch_add(missing.len() as u64, Ordering::Relaxed);
-        let list: Vec<String> = missing.iter().map(u32::to_string).collect();
-        Some(format!("partitions={}", list.join(",")))
+        let list = |s: &BTreeSet<u32>| s.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let mut parts = Vec::new();
+        if !gaps.missing.is_empty() {
+            self.stats.partial_answers.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .partial_partitions
+                .fetch_add(gaps.missing.len() as u64, Ordering::Relaxed);
+            parts.push(format!("partitions={}", list(&gaps.missing)));
+        }
+        if !gaps.stale.is_empty() {
+            self.stats.stale_answers.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .stale_partitions
+                .fetch_add(gaps.stale.len() as u64, Ordering::Relaxed);
+            parts.push(format!("stale={}", list(&gaps.stale)));
+        }
+        Some(parts.join("; "))
     }
 
     /// Splits `wanted` among live replicas, asks them in parallel, and asks the next
     /// replica of whatever a failed peer was to answer, until every partition is
-    /// answered or has no replica left. `call` answers for one target and the
-    /// partitions given to it.
+    /// answered or has no replica left. A partition whose only replicas left are
+    /// behind the log is asked of one of them as the last resort, once, and is stale.
+    /// `call` answers for one target and the partitions given to it.
     fn gather<T: Send>(
         &self,
         wanted: BTreeSet<u32>,
@@ -272,16 +345,25 @@ impl Fanout {
     ) -> Result<Gathered<T>, SourceError> {
         let mut remaining = wanted;
         let mut failed: BTreeSet<usize> = BTreeSet::new();
+        // peers that said they are behind the log with what they were asked
+        let mut behind: BTreeSet<usize> = BTreeSet::new();
+        // partitions asked of a replica behind the log
+        let mut last_tried: BTreeSet<u32> = BTreeSet::new();
         let mut missing = BTreeSet::new();
+        let mut stale = BTreeSet::new();
         let mut parts = Vec::new();
         let mut round = 0;
         while !remaining.is_empty() {
-            // None is this node's store
-            let mut plan: BTreeMap<Option<usize>, Vec<u32>> = BTreeMap::new();
+            // None is this node's store; true: asked as the last resort
+            let mut plan: BTreeMap<(Option<usize>, bool), Vec<u32>> = BTreeMap::new();
             for &p in &remaining {
-                match self.choose(p, &failed) {
-                    Some(t) => plan.entry(t).or_default().push(p),
-                    None => {
+                if let Some(t) = self.choose(p, &failed) {
+                    plan.entry((t, false)).or_default().push(p);
+                    continue;
+                }
+                match self.choose_behind(p, &behind) {
+                    Some(t) if last_tried.insert(p) => plan.entry((t, true)).or_default().push(p),
+                    _ => {
                         missing.insert(p);
                     }
                 }
@@ -300,8 +382,9 @@ impl Fanout {
             let results: Vec<Asked<T>> = std::thread::scope(|s| {
                 let handles: Vec<_> = plan
                     .into_iter()
-                    .map(|(who, ps)| {
+                    .map(|((who, last), ps)| {
                         s.spawn(move || {
+                            LAST_RESORT.with(|c| c.set(last));
                             let target = match who {
                                 None => Target::Local,
                                 Some(i) => Target::Remote(&self.opts.peers[i]),
@@ -310,19 +393,31 @@ impl Fanout {
                                 self.stats.peer_requests.fetch_add(1, Ordering::Relaxed);
                             }
                             let r = call(target, &ps);
-                            (who, ps, r)
+                            ((who, last), ps, r)
                         })
                     })
                     .collect();
                 handles.into_iter().filter_map(|h| h.join().ok()).collect()
             });
-            for (who, ps, r) in results {
+            for ((who, last), ps, r) in results {
                 match r {
                     Ok(t) => {
                         parts.push(t);
                         for p in ps {
                             remaining.remove(&p);
+                            if last {
+                                stale.insert(p);
+                            }
                         }
+                    }
+                    Err(PeerError::Behind(msg)) => {
+                        let Some(i) = who else {
+                            return Err(SourceError::Storage(msg));
+                        };
+                        let peer = &self.opts.peers[i];
+                        tracing::debug!(node = peer.node_id, error = %msg, "cluster read: peer is behind the log with these partitions; asking another");
+                        failed.insert(i);
+                        behind.insert(i);
                     }
                     Err(PeerError::Client(msg)) => return Err(SourceError::Invalid(msg)),
                     Err(PeerError::Elsewhere(msg)) => {
@@ -346,7 +441,25 @@ impl Fanout {
                 }
             }
         }
-        Ok(Gathered { parts, missing })
+        Ok(Gathered {
+            parts,
+            missing: Gaps { missing, stale },
+        })
+    }
+
+    /// A replica of `p` behind the log, to ask as the last resort: this node when it
+    /// owns `p` and is only behind with it, else a peer that said it is behind.
+    fn choose_behind(&self, p: u32, behind: &BTreeSet<usize>) -> Option<Option<usize>> {
+        let reps = self.replicas.get(p as usize)?;
+        if self.owns(p)
+            && self
+                .states
+                .phase(p)
+                .is_some_and(crate::handoff::Phase::is_behind_only)
+        {
+            return Some(None);
+        }
+        reps.iter().find(|i| behind.contains(i)).map(|&i| Some(i))
     }
 
     /// The replica to ask for partition `p`: this node when it serves `p`, then peers
@@ -388,6 +501,9 @@ impl Fanout {
         if let Some(a) = auth {
             req = req.set("Authorization", a);
         }
+        if LAST_RESORT.with(|c| c.get()) {
+            req = req.set(crate::handoff::LAST_RESORT_HEADER, "1");
+        }
         let json = serde_json::to_string(body).map_err(|e| PeerError::Down(e.to_string()))?;
         match req
             .set("Content-Type", "application/json")
@@ -399,10 +515,15 @@ impl Fanout {
                     .map_err(|e| PeerError::Down(format!("{url}: reading the answer: {e}")))?;
                 Ok(out)
             }
-            Err(ureq::Error::Status(421, resp)) => Err(PeerError::Elsewhere(format!(
-                "{url}: {}",
-                resp.into_string().unwrap_or_default()
-            ))),
+            Err(ureq::Error::Status(421, resp)) => {
+                let behind = resp.header(crate::handoff::BEHIND_HEADER).is_some();
+                let msg = format!("{url}: {}", resp.into_string().unwrap_or_default());
+                Err(if behind {
+                    PeerError::Behind(msg)
+                } else {
+                    PeerError::Elsewhere(msg)
+                })
+            }
             Err(ureq::Error::Status(code, resp))
                 if (400..500).contains(&code) && code != 401 && code != 403 && code != 429 =>
             {
@@ -638,7 +759,7 @@ pub struct ClusterSource<'a> {
     /// The client's `Authorization`, passed on to the peers (every node has the same
     /// access control).
     auth: Option<String>,
-    missing: Mutex<BTreeSet<u32>>,
+    missing: Mutex<Gaps>,
     /// Series and points held against the budget.
     series: AtomicU64,
     points: AtomicU64,
@@ -652,7 +773,7 @@ impl<'a> ClusterSource<'a> {
             fanout,
             limits,
             auth,
-            missing: Mutex::new(BTreeSet::new()),
+            missing: Mutex::new(Gaps::default()),
             series: AtomicU64::new(0),
             points: AtomicU64::new(0),
             read: AtomicU64::new(0),
@@ -937,9 +1058,16 @@ fn placement_of(state: &AppState) -> Option<&Fanout> {
     state.fanout.as_deref()
 }
 
-async fn serve_find(State(state): State<Arc<AppState>>, _: HeaderMap, body: Bytes) -> Response {
-    internal(state, body, |st, req: FindReq| {
-        if let Err(r) = refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default()) {
+async fn serve_find(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let last = is_last_resort(&headers);
+    internal(state, body, move |st, req: FindReq| {
+        if let Err(r) =
+            refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default(), last)
+        {
             return *r;
         }
         if let Err(e) = PathPattern::check(&req.query) {
@@ -954,11 +1082,16 @@ async fn serve_find(State(state): State<Arc<AppState>>, _: HeaderMap, body: Byte
     .await
 }
 
-async fn serve_fetch(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    internal(state, body, |st, req: FetchReq| {
+async fn serve_fetch(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let last = is_last_resort(&headers);
+    internal(state, body, move |st, req: FetchReq| {
         if let Some(f) = placement_of(st) {
             let ps: BTreeSet<u32> = req.paths.iter().map(|p| f.partition_of(p)).collect();
-            if let Err(r) = refuse_unless_served(st, &ps.into_iter().collect::<Vec<_>>()) {
+            if let Err(r) = refuse_unless_served(st, &ps.into_iter().collect::<Vec<_>>(), last) {
                 return *r;
             }
         }
@@ -976,9 +1109,16 @@ async fn serve_fetch(State(state): State<Arc<AppState>>, body: Bytes) -> Respons
     .await
 }
 
-async fn serve_tagged(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    internal(state, body, |st, req: TaggedReq| {
-        if let Err(r) = refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default()) {
+async fn serve_tagged(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let last = is_last_resort(&headers);
+    internal(state, body, move |st, req: TaggedReq| {
+        if let Err(r) =
+            refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default(), last)
+        {
             return *r;
         }
         let exprs = match parse_exprs(&req.exprs) {
@@ -998,9 +1138,16 @@ async fn serve_tagged(State(state): State<Arc<AppState>>, body: Bytes) -> Respon
     .await
 }
 
-async fn serve_tags(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    internal(state, body, |st, req: TagsReq| {
-        if let Err(r) = refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default()) {
+async fn serve_tags(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let last = is_last_resort(&headers);
+    internal(state, body, move |st, req: TagsReq| {
+        if let Err(r) =
+            refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default(), last)
+        {
             return *r;
         }
         match local_tags(&st.store, &req) {
@@ -1011,9 +1158,16 @@ async fn serve_tags(State(state): State<Arc<AppState>>, body: Bytes) -> Response
     .await
 }
 
-async fn serve_tag_values(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    internal(state, body, |st, req: TagValuesReq| {
-        if let Err(r) = refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default()) {
+async fn serve_tag_values(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let last = is_last_resort(&headers);
+    internal(state, body, move |st, req: TagValuesReq| {
+        if let Err(r) =
+            refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default(), last)
+        {
             return *r;
         }
         match local_tag_values(&st.store, &req, placement_of(st)) {
@@ -1230,7 +1384,8 @@ mod tests {
         let (nodes, missing) = f.find("*", None).unwrap();
         assert!(nodes.is_empty());
         // 0 and 2 have no replica at all, 1 and 3 a dead one
-        assert_eq!(missing, BTreeSet::from([0, 1, 2, 3]));
+        assert_eq!(missing.missing, BTreeSet::from([0, 1, 2, 3]));
+        assert!(missing.stale.is_empty());
         assert_eq!(
             f.note_partial(&missing).as_deref(),
             Some("partitions=0,1,2,3")

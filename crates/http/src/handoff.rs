@@ -43,6 +43,9 @@ pub enum Phase {
     Copying,
     /// Consuming the log from the dump's offset up to `target`.
     CatchingUp { target: i64 },
+    /// A partition the node already had, after a restart: consuming the log from its
+    /// saved offset up to `target`, the log end read at start (`-1`: not read yet).
+    Replaying { target: i64 },
 }
 
 impl Phase {
@@ -50,7 +53,14 @@ impl Phase {
         match self {
             Phase::Copying => "copying",
             Phase::CatchingUp { .. } => "catching-up",
+            Phase::Replaying { .. } => "replaying",
         }
+    }
+
+    /// Whether the node holds the partition's log up to some offset, only not up to
+    /// the end yet: then it may answer as the last resort (a stale answer beats none).
+    pub fn is_behind_only(self) -> bool {
+        !matches!(self, Phase::Copying)
     }
 }
 
@@ -78,6 +88,10 @@ impl PartitionStates {
         self.joining.read().contains_key(&partition)
     }
 
+    pub fn phase(&self, partition: u32) -> Option<Phase> {
+        self.joining.read().get(&partition).copied()
+    }
+
     pub fn joining(&self) -> BTreeMap<u32, Phase> {
         self.joining.read().clone()
     }
@@ -97,7 +111,7 @@ impl PartitionStates {
         out.push_str("# HELP sumi_cluster_partition_joining Owned partitions this node does not count as a replica of yet (copying from a peer, or catching up with the log).\n# TYPE sumi_cluster_partition_joining gauge\n");
         for (p, phase) in self.joining.read().iter() {
             let target = match phase {
-                Phase::CatchingUp { target } => *target,
+                Phase::CatchingUp { target } | Phase::Replaying { target } => *target,
                 Phase::Copying => -1,
             };
             out.push_str(&format!(
@@ -111,25 +125,57 @@ impl PartitionStates {
 /// The status of a request for partitions this node does not serve.
 pub const MISDIRECTED: StatusCode = StatusCode::MISDIRECTED_REQUEST;
 
+/// The request header of a read asking a replica that is behind the log because no
+/// replica of the partitions that is caught up is left (`1`).
+pub const LAST_RESORT_HEADER: &str = "x-sumi-last-resort";
+
+/// The header of a `421` from a node that owns the partitions but is behind the log
+/// with them (`replaying` or `catching-up`): it answers when asked as the last resort.
+pub const BEHIND_HEADER: &str = "x-sumi-behind";
+
+/// Whether a request carries [`LAST_RESORT_HEADER`].
+pub(crate) fn is_last_resort(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(LAST_RESORT_HEADER)
+        .is_some_and(|v| v.as_bytes() == b"1")
+}
+
 /// `421` when this node is not a counted replica of every partition in `partitions`
 /// (only on a node with `[cluster]` peers: otherwise it has no placement to tell by).
+/// With `last_resort`, partitions the node is only behind on (see
+/// [`Phase::is_behind_only`]) are served. A `421` for partitions the node is only behind
+/// on carries [`BEHIND_HEADER`].
 pub(crate) fn refuse_unless_served(
     state: &AppState,
     partitions: &[u32],
+    last_resort: bool,
 ) -> Result<(), Box<Response>> {
     let Some(f) = state.fanout.as_deref() else {
         return Ok(());
     };
-    match partitions.iter().find(|&&p| !f.serves(p)) {
-        None => Ok(()),
-        Some(p) => Err(Box::new(
-            (
-                MISDIRECTED,
-                format!("this node does not serve partition {p} (not owned, or still joining)"),
-            )
-                .into_response(),
-        )),
+    let states = f.states();
+    let behind_only = |p: u32| f.owns(p) && states.phase(p).is_some_and(Phase::is_behind_only);
+    let refused: Vec<u32> = partitions
+        .iter()
+        .copied()
+        .filter(|&p| !(f.serves(p) || last_resort && behind_only(p)))
+        .collect();
+    let Some(&p) = refused.first() else {
+        return Ok(());
+    };
+    let behind = refused.iter().all(|&p| behind_only(p));
+    let mut resp = (
+        MISDIRECTED,
+        format!(
+            "this node does not serve partition {p} (not owned, still joining, or behind the log)"
+        ),
+    )
+        .into_response();
+    if behind {
+        resp.headers_mut()
+            .insert(BEHIND_HEADER, axum::http::HeaderValue::from_static("1"));
     }
+    Err(Box::new(resp))
 }
 
 #[derive(Deserialize)]
@@ -155,7 +201,7 @@ pub(crate) async fn serve_dump(State(state): State<Arc<AppState>>, body: Bytes) 
             .into_response();
     };
     let p = req.partition;
-    if let Err(r) = refuse_unless_served(&state, &[p]) {
+    if let Err(r) = refuse_unless_served(&state, &[p], false) {
         return *r;
     }
     // the offset first: every record before it is in the store when it is read

@@ -2,7 +2,6 @@
 //! `/metrics/expand` and `/metrics/index.json`, parameters as `metrics/views.py` reads
 //! them.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -56,7 +55,7 @@ struct Finder<'a> {
     state: &'a AppState,
     fanout: Option<&'a Fanout>,
     auth: Option<String>,
-    missing: BTreeSet<u32>,
+    missing: crate::fanout::Gaps,
 }
 
 impl<'a> Finder<'a> {
@@ -65,7 +64,7 @@ impl<'a> Finder<'a> {
             state,
             fanout: crate::fanout_for(state, params),
             auth,
-            missing: BTreeSet::new(),
+            missing: crate::fanout::Gaps::default(),
         }
     }
 

@@ -9,7 +9,6 @@
 //! (a missing parameter), 500 for the rest (a path carbon refuses), and 405 for a
 //! method the view refuses.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -101,7 +100,9 @@ async fn cluster_read<T, F>(
 ) -> Option<Result<(T, Option<String>), Response>>
 where
     T: Send + 'static,
-    F: FnOnce(&Fanout, Option<&str>) -> Result<(T, BTreeSet<u32>), SourceError> + Send + 'static,
+    F: FnOnce(&Fanout, Option<&str>) -> Result<(T, crate::fanout::Gaps), SourceError>
+        + Send
+        + 'static,
 {
     crate::fanout_for(state, &req.params)?;
     let auth = crate::authorization(headers);

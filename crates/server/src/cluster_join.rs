@@ -268,3 +268,84 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
         Ok(n)
     }
 }
+
+/// A storage node's partitions it already had, after a start: `replaying` (not
+/// counted as their replica, asked only as the last resort) until the consumer reaches
+/// the log end read at start (docs/cluster.md, "Reads"). A node whose offsets are at
+/// the log end is counted at once; one that cannot read the log end stays replaying
+/// until it can.
+pub(crate) struct Replay {
+    pub(crate) cc: ClusterConfig,
+    pub(crate) states: Arc<PartitionStates>,
+    pub(crate) consumer: ConsumerSlot,
+    pub(crate) partitions: Vec<u32>,
+    pub(crate) stop: Arc<AtomicBool>,
+}
+
+impl Replay {
+    /// Marks the partitions replaying; call before the node answers HTTP.
+    pub(crate) fn mark(&self) {
+        for &p in &self.partitions {
+            self.states.set_joining(p, Phase::Replaying { target: -1 });
+        }
+    }
+
+    pub(crate) fn run(self) {
+        let t0 = Instant::now();
+        let ends = loop {
+            match sumi_cluster::log_end_offsets(&self.cc, Duration::from_secs(5)) {
+                Ok(e) => break e,
+                Err(e) => warn!("reading the log end to replay up to: {e:#}"),
+            }
+            if pause(&self.stop, Duration::from_secs(1)) {
+                return;
+            }
+        };
+        let mut left: BTreeMap<u32, i64> = BTreeMap::new();
+        for &p in &self.partitions {
+            let target = ends.get(p as usize).copied().unwrap_or(0);
+            self.states.set_joining(p, Phase::Replaying { target });
+            left.insert(p, target);
+        }
+        while !left.is_empty() {
+            let next_of = |p: u32| {
+                let g = self.consumer.lock();
+                g.as_ref().and_then(|c| {
+                    c.stats()
+                        .partitions
+                        .get(&p)
+                        .map(|pr| pr.next.load(Ordering::Relaxed))
+                })
+            };
+            left.retain(|&p, &mut target| match next_of(p) {
+                Some(next) if next >= target => {
+                    self.states.set_ready(p);
+                    info!(
+                        partition = p,
+                        offset = next,
+                        target,
+                        secs = t0.elapsed().as_secs_f64(),
+                        "partition replayed up to the log end seen at start: this node is counted as its replica again"
+                    );
+                    false
+                }
+                _ => true,
+            });
+            if !left.is_empty() && pause(&self.stop, Duration::from_millis(100)) {
+                return;
+            }
+        }
+    }
+}
+
+/// Sleeps; true when the node is stopping.
+fn pause(stop: &AtomicBool, d: Duration) -> bool {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.load(Ordering::Relaxed)
+}

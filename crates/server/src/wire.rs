@@ -373,6 +373,24 @@ pub(crate) fn start(
                         .spawn(move || join.run())
                         .context("starting the partition copy")?,
                 );
+            } else if is_storage {
+                // behind the log after a restart: asked only when no caught-up
+                // replica is left, until the consumer reaches the log end
+                let cc = config.cluster.clone().context("cluster config")?;
+                let replay = crate::cluster_join::Replay {
+                    partitions: cc.owned_partitions.clone(),
+                    cc,
+                    states,
+                    consumer: c.consumer.clone(),
+                    stop: c.join_stop.clone(),
+                };
+                replay.mark();
+                c.joiner = Some(
+                    std::thread::Builder::new()
+                        .name("sumi-replay".into())
+                        .spawn(move || replay.run())
+                        .context("starting the replay watch")?,
+                );
             }
             state.fanout = Some(Arc::new(fanout));
         }
