@@ -1392,5 +1392,26 @@ mod tests {
         );
         assert_eq!(f.stats.peer_errors.load(Ordering::Relaxed), 1);
         assert_eq!(f.stats.partial_answers.load(Ordering::Relaxed), 1);
+        // stale partitions are said apart, and counted apart
+        let mut gaps = Gaps {
+            missing: BTreeSet::from([4]),
+            stale: BTreeSet::from([2, 5]),
+        };
+        gaps.extend(Gaps {
+            missing: BTreeSet::from([5]),
+            stale: BTreeSet::new(),
+        });
+        assert_eq!(
+            f.note_partial(&gaps).as_deref(),
+            Some("partitions=4,5; stale=2")
+        );
+        let stale_only = Gaps {
+            missing: BTreeSet::new(),
+            stale: BTreeSet::from([1]),
+        };
+        assert_eq!(f.note_partial(&stale_only).as_deref(), Some("stale=1"));
+        assert_eq!(f.stats.partial_answers.load(Ordering::Relaxed), 2);
+        assert_eq!(f.stats.stale_answers.load(Ordering::Relaxed), 2);
+        assert_eq!(f.stats.stale_partitions.load(Ordering::Relaxed), 2);
     }
 }
