@@ -76,6 +76,12 @@ pub struct ClusterConfig {
     /// meanwhile, see docs/cluster.md, "Reads").
     #[serde(default)]
     pub consume_max_points_per_sec: u64,
+    /// Storage role: a partition this node's consumer is more than this many records
+    /// behind with (against the log end it last read, every second) is treated like
+    /// one it is replaying after a restart: asked for reads only when no other replica
+    /// is left (0: never, only the replay after a start counts).
+    #[serde(default)]
+    pub read_max_lag_records: u64,
 }
 
 /// A storage node as the others see it (`[[cluster.peers]]`).

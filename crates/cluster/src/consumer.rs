@@ -344,17 +344,21 @@ impl Run {
         if self.max_rate == 0 {
             return;
         }
+        let now = Instant::now();
+        let paced =
+            |from: Instant, n: u64| from + Duration::from_secs_f64(n as f64 / self.max_rate as f64);
+        // after a pause, no credit of more than a second's worth
         let from = match self.rate_from.get() {
-            Some(t) => t,
-            None => {
-                let t = Instant::now();
-                self.rate_from.set(Some(t));
-                t
+            Some(t) if paced(t, self.rate_points.get()) + Duration::from_secs(1) >= now => t,
+            _ => {
+                self.rate_from.set(Some(now));
+                self.rate_points.set(0);
+                now
             }
         };
         let total = self.rate_points.get() + points;
         self.rate_points.set(total);
-        let due = from + Duration::from_secs_f64(total as f64 / self.max_rate as f64);
+        let due = paced(from, total);
         while Instant::now() < due && !self.stop.load(Ordering::Relaxed) {
             std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
         }

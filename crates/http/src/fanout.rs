@@ -288,7 +288,7 @@ impl Fanout {
     /// Whether this node counts as a replica of `p`: it owns it (in the configuration)
     /// and it is not joining.
     pub fn serves(&self, p: u32) -> bool {
-        self.owns(p) && !self.states.is_joining(p)
+        self.owns(p) && !self.states.is_joining(p) && !self.states.is_lagging(p)
     }
 
     /// Whether this node owns `p` in the configuration (counted as its replica or not).
@@ -451,12 +451,7 @@ impl Fanout {
     /// owns `p` and is only behind with it, else a peer that said it is behind.
     fn choose_behind(&self, p: u32, behind: &BTreeSet<usize>) -> Option<Option<usize>> {
         let reps = self.replicas.get(p as usize)?;
-        if self.owns(p)
-            && self
-                .states
-                .phase(p)
-                .is_some_and(crate::handoff::Phase::is_behind_only)
-        {
+        if self.owns(p) && self.states.is_behind_only(p) {
             return Some(None);
         }
         reps.iter().find(|i| behind.contains(i)).map(|&i| Some(i))

@@ -14,6 +14,13 @@
 //! partition is sent to another replica, never answered from a copy that no longer
 //! follows the log.
 //!
+//! A node restarted with partitions it already had marks them **replaying** until its
+//! consumer reaches the log end read at start, and with `read_max_lag_records` a
+//! partition it falls behind with while running is **lagging**. Both, and `catching-up`,
+//! are *behind only*: the node answers `421` with [`BEHIND_HEADER`], and answers from its
+//! store when asked with [`LAST_RESORT_HEADER`] (no caught-up replica left; the asker
+//! marks those partitions stale). A `copying` partition is never answered for.
+//!
 //! `POST /internal/v0/partition_dump` `{"partition": P}` answers the dump of
 //! `sumi_store::transfer` (streamed): the node's consumed offset of P, read first, then
 //! the direct writes of every series of P. Every record before that offset is applied
@@ -72,6 +79,10 @@ pub type OffsetOf = Arc<dyn Fn(u32) -> Option<i64> + Send + Sync>;
 pub struct PartitionStates {
     joining: RwLock<BTreeMap<u32, Phase>>,
     offsets: RwLock<Option<OffsetOf>>,
+    /// The consumer's lag in records of an owned partition, and the bound beyond
+    /// which the partition counts as behind (0: none).
+    lag: RwLock<Option<OffsetOf>>,
+    max_lag: std::sync::atomic::AtomicI64,
 }
 
 impl PartitionStates {
@@ -101,13 +112,46 @@ impl PartitionStates {
         *self.offsets.write() = Some(f);
     }
 
+    /// Where the consumer's lag is read, and the bound beyond which a partition is
+    /// behind (`read_max_lag_records`; 0: none).
+    pub fn set_lag(&self, f: OffsetOf, max_lag: u64) {
+        *self.lag.write() = Some(f);
+        self.max_lag.store(
+            i64::try_from(max_lag).unwrap_or(i64::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// Whether the consumer is more than `read_max_lag_records` behind with the
+    /// partition (while running: a replay after a start is [`Phase::Replaying`]).
+    pub fn is_lagging(&self, partition: u32) -> bool {
+        let max = self.max_lag.load(std::sync::atomic::Ordering::Relaxed);
+        if max <= 0 {
+            return false;
+        }
+        let Some(f) = self.lag.read().clone() else {
+            return false;
+        };
+        f(partition).is_some_and(|lag| lag > max)
+    }
+
+    /// Whether the node holds the partition's log up to some offset, only not up to
+    /// the end (replaying, catching up, lagging): asked as the last resort.
+    pub fn is_behind_only(&self, partition: u32) -> bool {
+        match self.phase(partition) {
+            Some(phase) => phase.is_behind_only(),
+            None => self.is_lagging(partition),
+        }
+    }
+
     pub fn next_offset(&self, partition: u32) -> Option<i64> {
         let f = self.offsets.read().clone()?;
         f(partition)
     }
 
-    /// `sumi_cluster_partition_joining{partition, phase}`, read by `sumi cluster status`.
-    pub fn write_prometheus(&self, out: &mut String) {
+    /// `sumi_cluster_partition_joining{partition, phase}`, read by `sumi cluster status`
+    /// (`owned`: the partitions to tell lagging ones among).
+    pub fn write_prometheus(&self, out: &mut String, owned: &[u32]) {
         out.push_str("# HELP sumi_cluster_partition_joining Owned partitions this node does not count as a replica of yet (copying from a peer, or catching up with the log).\n# TYPE sumi_cluster_partition_joining gauge\n");
         for (p, phase) in self.joining.read().iter() {
             let target = match phase {
@@ -118,6 +162,13 @@ impl PartitionStates {
                 "sumi_cluster_partition_joining{{partition=\"{p}\",phase=\"{}\",target=\"{target}\"}} 1\n",
                 phase.name()
             ));
+        }
+        for &p in owned {
+            if !self.is_joining(p) && self.is_lagging(p) {
+                out.push_str(&format!(
+                    "sumi_cluster_partition_joining{{partition=\"{p}\",phase=\"lagging\",target=\"-1\"}} 1\n"
+                ));
+            }
         }
     }
 }
@@ -154,7 +205,7 @@ pub(crate) fn refuse_unless_served(
         return Ok(());
     };
     let states = f.states();
-    let behind_only = |p: u32| f.owns(p) && states.phase(p).is_some_and(Phase::is_behind_only);
+    let behind_only = |p: u32| f.owns(p) && states.is_behind_only(p);
     let refused: Vec<u32> = partitions
         .iter()
         .copied()

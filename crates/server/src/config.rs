@@ -134,6 +134,12 @@
 //! # partition moved here) is copied from a peer storing it, then caught up from the log
 //! # from the offset the copy covers (docs/cluster.md, "Adding a node, moving a partition").
 //! # copy_from_peers = false
+//! # Storage role: at most this many points a second applied from the log (0: no cap).
+//! # consume_max_points_per_sec = 0
+//! # Storage role: more records than this behind the log end and a partition is asked
+//! # for reads only when no other replica is left (0: only while replaying after a
+//! # start; docs/cluster.md, "Reads").
+//! # read_max_lag_records = 0
 //! # [[cluster.peers]]
 //! # node_id = 1
 //! # http = "10.0.0.1:8080"

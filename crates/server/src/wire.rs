@@ -348,9 +348,24 @@ pub(crate) fn start(
                 Some(pr.next.load(std::sync::atomic::Ordering::Relaxed))
             }));
             if is_storage {
+                let cc = config.cluster.as_ref().context("cluster config")?;
+                // the consumer's lag, against read_max_lag_records
+                let slot = c.consumer.clone();
+                states.set_lag(
+                    Arc::new(move |p| {
+                        let g = slot.lock();
+                        let stats = g.as_ref()?.stats();
+                        let pr = stats.partitions.get(&p)?;
+                        let high = pr.high.load(std::sync::atomic::Ordering::Relaxed);
+                        let next = pr.next.load(std::sync::atomic::Ordering::Relaxed);
+                        Some((high - next).max(0))
+                    }),
+                    cc.read_max_lag_records,
+                );
                 let shown = states.clone();
+                let owned = cc.owned_partitions.clone();
                 state.extra_metrics.push(Arc::new(move |out: &mut String| {
-                    shown.write_prometheus(out)
+                    shown.write_prometheus(out, &owned)
                 }));
             }
             if !c.to_copy.is_empty() {
