@@ -228,6 +228,8 @@ impl StoreSource {
         let plan = self.store.plan_fetch(paths, from, until, now);
         let max_points = self.limits.max_points;
         StoreSource::draw(&self.held_points, plan.points(), max_points).map_err(|total| {
+            // nothing is read: the series drawn above are not held
+            self.series.fetch_sub(paths.len() as u64, Ordering::Relaxed);
             SourceError::TooLarge(format!(
                 "the targets would read {total} points ({} series from {from} to {until}), \
                  more than the {max_points} one request may read \

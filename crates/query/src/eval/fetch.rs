@@ -252,12 +252,11 @@ impl Session<'_> {
         answers.resize_with(names.len(), || None);
         let paths: Vec<&str> = names.iter().map(String::as_str).collect();
         // the caller folds these series and drops them before it reads the next chunk
-        self.source
-            .fetch_each_transient(&paths, ctx.from, ctx.until, ctx.now, &mut |i, f| {
-                if let Some(slot) = answers.get_mut(i) {
-                    Answer::keep_more_complete(slot, f);
-                }
-            })?;
+        self.fetch_fitting(ctx, &paths, 0, &mut |i, f| {
+            if let Some(slot) = answers.get_mut(i) {
+                Answer::keep_more_complete(slot, f);
+            }
+        })?;
         let xff = self.x_files_factor(ctx);
         Ok(names
             .iter()
@@ -419,5 +418,35 @@ mod tests {
         assert_eq!(idx, vec![vec![0, 1]]);
         let (names, idx) = union_sorted(Vec::new());
         assert!(names.is_empty() && idx.is_empty());
+    }
+}
+
+impl Session<'_> {
+    /// A transient fetch of `paths` (indexes offset by `base`), cut in halves while the
+    /// source says a piece would hold more than the request's budget: a chunk is sized
+    /// by its values, not by the budget, and only what one piece holds at a time counts.
+    /// A single series that does not fit is refused as before.
+    fn fetch_fitting(
+        &self,
+        ctx: &RequestContext,
+        paths: &[&str],
+        base: usize,
+        each: &mut dyn FnMut(usize, FetchedRef<'_>),
+    ) -> Result<(), SourceError> {
+        let result = self.source.fetch_each_transient(
+            paths,
+            ctx.from,
+            ctx.until,
+            ctx.now,
+            &mut |i, f| each(base + i, f),
+        );
+        match result {
+            Err(SourceError::TooLarge(_)) if paths.len() > 1 => {
+                let (first, second) = paths.split_at(paths.len() / 2);
+                self.fetch_fitting(ctx, first, base, each)?;
+                self.fetch_fitting(ctx, second, base + first.len(), each)
+            }
+            other => other,
+        }
     }
 }
