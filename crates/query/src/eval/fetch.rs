@@ -25,6 +25,7 @@ use crate::series::fetched::replaces;
 use crate::series::{FetchedSet, TimeSeries};
 use crate::source::{FetchedRef, SourceError};
 
+use super::stream::FIRST_CHUNK;
 use super::{substitute, Replacements, RequestContext, Session, Substituted};
 
 /// (pattern, from, until, now)
@@ -423,9 +424,10 @@ mod tests {
 
 impl Session<'_> {
     /// A transient fetch of `paths` (indexes offset by `base`), cut in halves while the
-    /// source says a piece would hold more than the request's budget: a chunk is sized
-    /// by its values, not by the budget, and only what one piece holds at a time counts.
-    /// A single series that does not fit is refused as before.
+    /// source says a piece would hold more than the request's budget: a chunk grows past
+    /// [`FIRST_CHUNK`] series by its values, not by the budget, and only what one piece
+    /// holds at a time counts. A piece of `FIRST_CHUNK` series or fewer is not cut: a
+    /// budget that cannot hold the first chunk refuses the aggregate, as it always did.
     fn fetch_fitting(
         &self,
         ctx: &RequestContext,
@@ -441,7 +443,7 @@ impl Session<'_> {
             &mut |i, f| each(base + i, f),
         );
         match result {
-            Err(SourceError::TooLarge(_)) if paths.len() > 1 => {
+            Err(SourceError::TooLarge(_)) if paths.len() > FIRST_CHUNK => {
                 let (first, second) = paths.split_at(paths.len() / 2);
                 self.fetch_fitting(ctx, first, base, each)?;
                 self.fetch_fitting(ctx, second, base + first.len(), each)

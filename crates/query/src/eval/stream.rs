@@ -40,7 +40,7 @@ use super::{substitute, RequestContext, Session, Substituted, Value};
 
 /// Series fetched and folded at a time, at first: 256 series of a day at 30 s take
 /// 2.7 MB of values (16 bytes a slot), whatever the glob matches.
-const FIRST_CHUNK: usize = 256;
+pub(super) const FIRST_CHUNK: usize = 256;
 /// Then as many series as make about this many values (4 MiB), within the bounds
 /// below: short series in larger chunks, so that a million of them are not read in
 /// 4,000 fetches, each with its own plan and snapshot of the store.
