@@ -435,13 +435,11 @@ impl Session<'_> {
         base: usize,
         each: &mut dyn FnMut(usize, FetchedRef<'_>),
     ) -> Result<(), SourceError> {
-        let result = self.source.fetch_each_transient(
-            paths,
-            ctx.from,
-            ctx.until,
-            ctx.now,
-            &mut |i, f| each(base + i, f),
-        );
+        let result =
+            self.source
+                .fetch_each_transient(paths, ctx.from, ctx.until, ctx.now, &mut |i, f| {
+                    each(base + i, f)
+                });
         match result {
             Err(SourceError::TooLarge(_)) if paths.len() > FIRST_CHUNK => {
                 let (first, second) = paths.split_at(paths.len() / 2);
