@@ -394,34 +394,6 @@ fn collect(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::union_sorted;
-
-    fn lists(v: &[&[&str]]) -> Vec<Vec<String>> {
-        v.iter()
-            .map(|l| l.iter().map(|s| s.to_string()).collect())
-            .collect()
-    }
-
-    #[test]
-    fn union_of_sorted_lists() {
-        let (names, idx) = union_sorted(lists(&[
-            &["a.b", "a.c", "b.a"],
-            &[],
-            &["a.a", "a.c", "c"],
-            &["a.c"],
-        ]));
-        assert_eq!(names, ["a.a", "a.b", "a.c", "b.a", "c"]);
-        assert_eq!(idx, vec![vec![1, 2, 3], vec![], vec![0, 2, 4], vec![2]]);
-        let (names, idx) = union_sorted(lists(&[&["x", "y"]]));
-        assert_eq!(names, ["x", "y"]);
-        assert_eq!(idx, vec![vec![0, 1]]);
-        let (names, idx) = union_sorted(Vec::new());
-        assert!(names.is_empty() && idx.is_empty());
-    }
-}
-
 impl Session<'_> {
     /// A transient fetch of `paths` (indexes offset by `base`), cut in halves while the
     /// source says a piece would hold more than the request's budget: a chunk grows past
@@ -448,5 +420,33 @@ impl Session<'_> {
             }
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union_sorted;
+
+    fn lists(v: &[&[&str]]) -> Vec<Vec<String>> {
+        v.iter()
+            .map(|l| l.iter().map(|s| s.to_string()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn union_of_sorted_lists() {
+        let (names, idx) = union_sorted(lists(&[
+            &["a.b", "a.c", "b.a"],
+            &[],
+            &["a.a", "a.c", "c"],
+            &["a.c"],
+        ]));
+        assert_eq!(names, ["a.a", "a.b", "a.c", "b.a", "c"]);
+        assert_eq!(idx, vec![vec![1, 2, 3], vec![], vec![0, 2, 4], vec![2]]);
+        let (names, idx) = union_sorted(lists(&[&["x", "y"]]));
+        assert_eq!(names, ["x", "y"]);
+        assert_eq!(idx, vec![vec![0, 1]]);
+        let (names, idx) = union_sorted(Vec::new());
+        assert!(names.is_empty() && idx.is_empty());
     }
 }
