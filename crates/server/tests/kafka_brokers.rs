@@ -160,16 +160,9 @@ fn nothing_acknowledged_is_lost_when_a_broker_is_killed_mid_load() {
 
     // the carbon lines the ingest node took in are acknowledged by Kafka
     let total = (2 * SERIES as i64 * ROUNDS) as f64;
-    let deadline = Instant::now() + Duration::from_secs(40);
-    while metric(&ingest_http, "sumi_cluster_produce_points_total") < total {
-        assert!(
-            Instant::now() < deadline,
-            "the ingest node had Kafka acknowledge {} of {total} points; its log:\n{}",
-            metric(&ingest_http, "sumi_cluster_produce_points_total"),
-            cluster.file("node0/sumi.log")
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    kafka::wait_produced(&ingest_http, total, 40, || {
+        format!("; its log:\n{}", cluster.file("node0/sumi.log"))
+    });
     // ... by Kafka itself, with acks=all over the two brokers left, not by the spill
     assert_eq!(
         metric(&ingest_http, "sumi_cluster_spill_batches_total"),

@@ -117,15 +117,7 @@ fn storage_replicas_hold_every_point_after_a_kill_mid_load() {
     );
 
     let total = (SERIES as i64 * ROUNDS) as f64;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric(&ingest_http, "sumi_cluster_produce_points_total") < total {
-        assert!(
-            Instant::now() < deadline,
-            "the ingest node had Kafka acknowledge {} of {total} points",
-            metric(&ingest_http, "sumi_cluster_produce_points_total")
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    kafka::wait_produced(&ingest_http, total, 30, String::new);
 
     // every replica catches up and then holds exactly its series, value for value
     for n in 1..=3u32 {

@@ -183,15 +183,7 @@ fn a_partition_moves_to_a_new_node_under_load_with_reads_answered_throughout() {
     );
 
     let total = (SERIES as i64 * rounds) as f64;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric(&ingest_http, "sumi_cluster_produce_points_total") < total {
-        assert!(
-            Instant::now() < deadline,
-            "the ingest node had Kafka acknowledge {} of {total} points",
-            metric(&ingest_http, "sumi_cluster_produce_points_total")
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    kafka::wait_produced(&ingest_http, total, 30, String::new);
 
     // the new owner and the other replica hold every point of the moved partition,
     // value for value, and node 4 nothing else

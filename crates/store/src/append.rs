@@ -92,6 +92,27 @@ fn place(class: &ClassInfo, ts: i64, now: i64, max_future: i64) -> Placed {
 }
 
 impl Inner {
+    /// Whether a bulk load (an import, a partition copy) may write now: the store is
+    /// open, its WAL healthy, the disk not full, and the head not four times
+    /// `flush_bytes` (`Backpressure`: wait and load the series again).
+    pub(crate) fn admit_bulk(&self) -> Result<(), StoreError> {
+        if self.admission.is_closed() {
+            return Err(StoreError::Closed);
+        }
+        if let Some(e) = self.wal.failure() {
+            return Err(StoreError::Poisoned(e));
+        }
+        self.admission.check_disk(&self.metrics)?;
+        let held = self.head.held_bytes();
+        if held > self.opts.flush_bytes.saturating_mul(4) {
+            self.workers.wake();
+            return Err(StoreError::Backpressure(format!(
+                "the head holds {held} bytes, four times flush_bytes: flushes are behind"
+            )));
+        }
+        Ok(())
+    }
+
     /// Resolves every name of the batch to a series id, creating missing series (their
     /// log records are written before this returns, so before any WAL record).
     fn resolve(&self, batch: &Batch, ids: &mut Vec<u32>) -> Result<(), StoreError> {

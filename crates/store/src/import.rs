@@ -81,20 +81,7 @@ impl Store {
         archives: &[Vec<(i64, f64)>],
     ) -> Result<ImportOutcome, StoreError> {
         let inner = &self.inner;
-        if inner.admission.is_closed() {
-            return Err(StoreError::Closed);
-        }
-        if let Some(e) = inner.wal.failure() {
-            return Err(StoreError::Poisoned(e));
-        }
-        inner.admission.check_disk(&inner.metrics)?;
-        let held = inner.head.held_bytes();
-        if held > inner.opts.flush_bytes.saturating_mul(4) {
-            inner.workers.wake();
-            return Err(StoreError::Backpressure(format!(
-                "the head holds {held} bytes, four times flush_bytes: flushes are behind"
-            )));
-        }
+        inner.admit_bulk()?;
         let mut out = ImportOutcome::default();
         let (id, class) = {
             let found = {

@@ -145,20 +145,7 @@ impl Store {
     /// wait and load the series again (loading twice writes the same values).
     pub fn load_direct(&self, s: &DirectSeries) -> Result<u64, StoreError> {
         let inner = &self.inner;
-        if inner.admission.is_closed() {
-            return Err(StoreError::Closed);
-        }
-        if let Some(e) = inner.wal.failure() {
-            return Err(StoreError::Poisoned(e));
-        }
-        inner.admission.check_disk(&inner.metrics)?;
-        let held = inner.head.held_bytes();
-        if held > inner.opts.flush_bytes.saturating_mul(4) {
-            inner.workers.wake();
-            return Err(StoreError::Backpressure(format!(
-                "the head holds {held} bytes, four times flush_bytes: flushes are behind"
-            )));
-        }
+        inner.admit_bulk()?;
         let name = s.name.as_str();
         let (id, class, created) = {
             let found = {

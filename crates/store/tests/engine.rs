@@ -562,17 +562,9 @@ fn the_new_series_budget_throttles_with_a_retry_hint() {
     assert_eq!(metric(&store, "sumi_points_stored_total"), 0.0);
 }
 
-#[test]
-fn close_merges_each_partition_into_one_part() {
-    let dir = TempDir::new("close-merge");
-    let clock = ManualClock::new(NOW);
-    let mut opts = options(dir.path(), rules("10s:1d", ""));
-    opts.close_merge = std::time::Duration::from_secs(30);
-    let names: Vec<String> = (0..300)
-        .map(|i| format!("h{}.m{}", i / 10, i % 10))
-        .collect();
-    let store = open(&opts, &clock);
-    // three flushes over the same series and partition, with an overwrite and a gap
+/// Three flushes over the same series and partition, the second with a gap (every
+/// seventh series left out).
+fn flush_three_rounds(store: &Store, names: &[String]) {
     for round in 0..3i64 {
         let pts: Vec<(&str, i64, f64)> = names
             .iter()
@@ -586,9 +578,22 @@ fn close_merges_each_partition_into_one_part() {
                 )
             })
             .collect();
-        append(&store, &pts);
+        append(store, &pts);
         store.run_maintenance().unwrap();
     }
+}
+
+#[test]
+fn close_merges_each_partition_into_one_part() {
+    let dir = TempDir::new("close-merge");
+    let clock = ManualClock::new(NOW);
+    let mut opts = options(dir.path(), rules("10s:1d", ""));
+    opts.close_merge = std::time::Duration::from_secs(30);
+    let names: Vec<String> = (0..300)
+        .map(|i| format!("h{}.m{}", i / 10, i % 10))
+        .collect();
+    let store = open(&opts, &clock);
+    flush_three_rounds(&store, &names);
     append(&store, &[("h0.m0", NOW - 600, -1.0)]); // the last write of a slot wins
     let before: Vec<_> = names
         .iter()
@@ -632,22 +637,7 @@ fn a_big_close_merge_runs_on_every_core() {
         .map(|i| format!("h{}.m{}", i / 10, i % 10))
         .collect();
     let store = open(&opts, &clock);
-    for round in 0..3i64 {
-        let pts: Vec<(&str, i64, f64)> = names
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| round != 1 || i % 7 != 0)
-            .map(|(i, n)| {
-                (
-                    n.as_str(),
-                    NOW - 600 + round * 10,
-                    (i as i64 * 3 + round) as f64,
-                )
-            })
-            .collect();
-        append(&store, &pts);
-        store.run_maintenance().unwrap();
-    }
+    flush_three_rounds(&store, &names);
     append(
         &store,
         &[("h0.m0", NOW - 600, -1.0), ("h299.m9", NOW - 580, -2.0)],

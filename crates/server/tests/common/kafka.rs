@@ -210,6 +210,24 @@ pub fn metric(addr: &str, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Waits up to `secs` for the ingest node at `addr` to have Kafka acknowledge `total`
+/// points; the panic message ends with `context()` (a log, say).
+pub fn wait_produced(addr: &str, total: f64, secs: u64, context: impl Fn() -> String) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let produced = metric(addr, "sumi_cluster_produce_points_total");
+        if produced >= total {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ingest node had Kafka acknowledge {produced} of {total} points{}",
+            context()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Sends carbon plaintext over one connection and waits until the server has read it
 /// all (it closes its side after our shutdown).
 pub fn send_carbon(addr: &str, text: &str) {
