@@ -44,6 +44,20 @@ pub struct ClusterConfig {
     /// or `gzip` (see docs/cluster.md for what each cost when measured).
     #[serde(default = "default_compression")]
     pub compression: String,
+    /// The log record version an ingest node writes: 2 (the default, front-coded names,
+    /// short values; about a third of version 1's bytes) or 1 (what nodes before
+    /// version 2 write and read). Storage nodes read both whatever this says; write 1
+    /// while storage nodes of an older release still consume the topic.
+    #[serde(default = "default_record_version")]
+    pub record_version: u8,
+    /// librdkafka properties set on the producer after sumi's own (which they
+    /// override), for tuning without a release, e.g. `{ "linger.ms" = "20" }`.
+    #[serde(default)]
+    pub librdkafka_producer: std::collections::BTreeMap<String, String>,
+    /// librdkafka properties set on a storage node's consumer after sumi's own, e.g.
+    /// `{ "fetch.min.bytes" = "65536" }`.
+    #[serde(default)]
+    pub librdkafka_consumer: std::collections::BTreeMap<String, String>,
     /// How long an append waits for Kafka's acknowledgement before the sink answers
     /// "unavailable" (the client retries; nothing acknowledged is lost) (ms).
     #[serde(default = "default_append_timeout_ms")]
@@ -110,6 +124,9 @@ fn default_linger_ms() -> u32 {
 fn default_compression() -> String {
     "none".to_string()
 }
+fn default_record_version() -> u8 {
+    crate::record::RECORD_VERSION
+}
 fn default_append_timeout_ms() -> u32 {
     10_000
 }
@@ -148,6 +165,12 @@ impl ClusterConfig {
             return Err(format!(
                 "cluster.compression is {:?}: it must be none, lz4, zstd, snappy or gzip",
                 self.compression
+            ));
+        }
+        if !crate::record::RECORD_VERSIONS.contains(&self.record_version) {
+            return Err(format!(
+                "cluster.record_version is {}: it must be 1 or 2",
+                self.record_version
             ));
         }
         if self.partitions == 0 || self.partitions > 100_000 {

@@ -136,7 +136,8 @@ impl StorageConsumer {
             tpl.add_partition_offset(&config.topic, p as i32, offset)
                 .context("assigning a partition")?;
         }
-        let consumer: BaseConsumer = ClientConfig::new()
+        let mut client = ClientConfig::new();
+        client
             .set("bootstrap.servers", &config.brokers)
             .set("client.id", format!("sumi-storage-{}", config.node_id))
             .set("group.id", format!("sumi-storage-{}", config.node_id))
@@ -144,7 +145,11 @@ impl StorageConsumer {
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest")
             .set("fetch.wait.max.ms", "50")
-            .set("fetch.min.bytes", "1")
+            .set("fetch.min.bytes", "1");
+        for (k, v) in &config.librdkafka_consumer {
+            client.set(k, v);
+        }
+        let consumer: BaseConsumer = client
             .create()
             .context("creating the kafka consumer")?;
         consumer

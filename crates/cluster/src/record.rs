@@ -1,7 +1,11 @@
 //! The log record: what one Kafka message carries, and the hash that picks its partition.
 //!
 //! One message holds many points of one partition, all taken in by the ingest node at
-//! the same second (one `Sink::append` call). Its value, version 1:
+//! the same second (one `Sink::append` call). Two versions exist; an ingest node writes
+//! the one `[cluster] record_version` names (2 by default) and a storage node reads
+//! both, so a log written before version 2 is still consumed.
+//!
+//! Version 1:
 //!
 //! ```text
 //! u8      version = 1
@@ -14,17 +18,48 @@
 //!   8 bytes value, IEEE-754 f64 bits, little-endian
 //! ```
 //!
+//! Version 2, about a third of version 1's bytes for agent-like load (the producer sorts
+//! a record's points by name, stably, so neighbours share long prefixes):
+//!
+//! ```text
+//! u8      version = 2
+//! varint  arrival: zigzag i64, as in version 1
+//! varint  count: points that follow (u32)
+//! count × point:
+//!   varint  shared: bytes the name shares with the previous point's name (0 for the
+//!           first point), ending on a character boundary of both
+//!   varint  suffix_len (u32)
+//!   bytes   suffix, UTF-8; name = previous name's first `shared` bytes + suffix, not empty
+//!   varint  zigzag(ts - previous ts) << 3 | kind, up to 67 bits (the first point's
+//!           previous ts is the arrival time)
+//!   value   kind 0: 8 bytes, IEEE-754 f64 bits, little-endian
+//!           kind 1..=7: varint, zigzag i64 m; the value is m / 10^(kind - 1), computed
+//!           as f64 division (exact: the writer uses it only when it gives back the
+//!           same bits, which covers integers and short decimals as agents print them)
+//! ```
+//!
 //! Varints are LEB128 (7 bits a byte, low first, at most 10 bytes). The message has no
 //! key (the partition is chosen here, see [`partition_for`]) and is compressed by the
 //! producer as `[cluster] compression` says (none by default). The decoder refuses
 //! anything else: an unknown version, a count larger than the bytes could hold, a name
-//! that is not UTF-8, a first point naming "the previous name", trailing bytes. A storage node counts and logs such a message and
-//! goes on with the next; it never panics on it.
+//! that is not UTF-8, a first point naming "the previous name", a shared prefix longer
+//! than the previous name or cutting a character, an empty name, a timestamp header
+//! over 67 bits, trailing bytes. A storage node counts and logs such a message and goes
+//! on with the next; it never panics on it.
 
 use sumi_model::Batch;
 
-/// The version byte this code writes and reads.
-pub const RECORD_VERSION: u8 = 1;
+/// The version byte this code writes unless told otherwise.
+pub const RECORD_VERSION: u8 = 2;
+
+/// The versions this code reads (and can write).
+pub const RECORD_VERSIONS: [u8; 2] = [1, 2];
+
+/// Powers of ten of the decimal value kinds (kind k: 10^(k-1)), all exact in f64.
+const POW10: [f64; 7] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
+
+/// The largest integer magnitude of a decimal value (every integer up to it is exact).
+const EXACT_INT: f64 = 9_007_199_254_740_992.0; // 2^53
 
 /// The partition of a series: FNV-1a (64-bit) of its canonical name's UTF-8 bytes,
 /// modulo the partition count. Stable across processes, versions and machines (it is
@@ -44,40 +79,93 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// The value of a point as version 2 writes it: `(kind, m)` with `m / 10^(kind-1) == v`
+/// bit for bit, or kind 0 (the raw bits) when no scale up to 10^6 gives `v` back.
+fn decimal(v: f64) -> (u8, i64) {
+    if !v.is_finite() || v.abs() >= EXACT_INT || (v == 0.0 && v.is_sign_negative()) {
+        return (0, 0);
+    }
+    for (k, &p) in POW10.iter().enumerate() {
+        let m = (v * p).round();
+        if m.abs() >= EXACT_INT {
+            break;
+        }
+        if (m / p).to_bits() == v.to_bits() {
+            return (k as u8 + 1, m as i64);
+        }
+    }
+    (0, 0)
+}
+
 /// Writes one record into `out` (cleared first): `points` in order, taken at `arrival`.
 pub struct RecordWriter {
+    version: u8,
     buf: Vec<u8>,
     count: u32,
+    /// Version 1: where the previous name is in `buf`.
     last_name: Option<(usize, usize)>,
+    /// Version 2: the previous name and timestamp.
+    prev_name: Vec<u8>,
+    prev_ts: i64,
     arrival: i64,
 }
 
 impl RecordWriter {
+    /// A writer of the current version ([`RECORD_VERSION`]).
     pub fn new(arrival: i64) -> RecordWriter {
+        RecordWriter::with_version(RECORD_VERSION, arrival)
+    }
+
+    /// A writer of `version` (1 or 2; anything else writes the current version).
+    pub fn with_version(version: u8, arrival: i64) -> RecordWriter {
+        let version = if RECORD_VERSIONS.contains(&version) {
+            version
+        } else {
+            RECORD_VERSION
+        };
         let mut w = RecordWriter {
+            version,
             buf: Vec::with_capacity(4096),
             count: 0,
             last_name: None,
+            prev_name: Vec::new(),
+            prev_ts: arrival,
             arrival,
         };
         w.reset(arrival);
         w
     }
 
+    /// The version this writer writes.
+    pub fn version(&self) -> u8 {
+        self.version
+    }
+
     /// Starts a new record, keeping the buffer's memory.
     pub fn reset(&mut self, arrival: i64) {
         self.buf.clear();
-        self.buf.push(RECORD_VERSION);
+        self.buf.push(self.version);
         put_varint(&mut self.buf, zigzag(arrival));
         // the count is written at the end ([`finish`]); points go into `buf` after a
         // fixed 5-byte slot so that nothing moves
         self.buf.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x00]);
         self.count = 0;
         self.last_name = None;
+        self.prev_name.clear();
+        self.prev_ts = arrival;
         self.arrival = arrival;
     }
 
     pub fn push(&mut self, name: &str, ts: i64, value: f64) {
+        if self.version == 1 {
+            self.push_v1(name, ts, value);
+        } else {
+            self.push_v2(name, ts, value);
+        }
+        self.count += 1;
+    }
+
+    fn push_v1(&mut self, name: &str, ts: i64, value: f64) {
         let same = self
             .last_name
             .is_some_and(|(s, l)| &self.buf[s..s + l] == name.as_bytes());
@@ -91,7 +179,34 @@ impl RecordWriter {
         }
         put_varint(&mut self.buf, zigzag(ts.wrapping_sub(self.arrival)));
         self.buf.extend_from_slice(&value.to_bits().to_le_bytes());
-        self.count += 1;
+    }
+
+    fn push_v2(&mut self, name: &str, ts: i64, value: f64) {
+        let bytes = name.as_bytes();
+        let mut shared = self
+            .prev_name
+            .iter()
+            .zip(bytes)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // both names are UTF-8 and share these bytes: a boundary of one is one of both
+        while !name.is_char_boundary(shared) {
+            shared -= 1;
+        }
+        put_varint(&mut self.buf, shared as u64);
+        put_varint(&mut self.buf, (bytes.len() - shared) as u64);
+        self.buf.extend_from_slice(&bytes[shared..]);
+        self.prev_name.truncate(shared);
+        self.prev_name.extend_from_slice(&bytes[shared..]);
+        let (kind, m) = decimal(value);
+        let head = (u128::from(zigzag(ts.wrapping_sub(self.prev_ts))) << 3) | u128::from(kind);
+        put_varint128(&mut self.buf, head);
+        self.prev_ts = ts;
+        if kind == 0 {
+            self.buf.extend_from_slice(&value.to_bits().to_le_bytes());
+        } else {
+            put_varint(&mut self.buf, zigzag(m));
+        }
     }
 
     pub fn len(&self) -> u32 {
@@ -124,9 +239,15 @@ impl RecordWriter {
     }
 }
 
-/// Encodes a whole batch as one record (tests, tools).
+/// Encodes a whole batch as one record of the current version, points in the batch's
+/// order (tests, tools).
 pub fn encode(batch: &Batch, arrival: i64) -> Vec<u8> {
-    let mut w = RecordWriter::new(arrival);
+    encode_version(batch, arrival, RECORD_VERSION)
+}
+
+/// Encodes a whole batch as one record of `version`, points in the batch's order.
+pub fn encode_version(batch: &Batch, arrival: i64, version: u8) -> Vec<u8> {
+    let mut w = RecordWriter::with_version(version, arrival);
     for (name, p) in batch.iter() {
         w.push(name, p.ts, p.value);
     }
@@ -150,6 +271,12 @@ pub enum RecordError {
     NameNotUtf8(u32),
     #[error("point {0}: repeats the previous name but none came before")]
     NoPreviousName(u32),
+    #[error("point {point}: shares {shared} bytes with a previous name of {prev} bytes, or cuts a character")]
+    Prefix { point: u32, shared: u64, prev: usize },
+    #[error("point {0}: empty name")]
+    EmptyName(u32),
+    #[error("point {0}: timestamp header over 67 bits")]
+    TimestampTooLong(u32),
     #[error("{0} bytes after the last point")]
     Trailing(usize),
 }
@@ -164,15 +291,15 @@ pub struct Decoded {
 /// The arrival time of a record, read from its header only (None when the header does
 /// not read; [`decode_into`] then says why).
 pub fn peek_arrival(bytes: &[u8]) -> Option<i64> {
-    if bytes.first() != Some(&RECORD_VERSION) {
+    if !bytes.first().is_some_and(|v| RECORD_VERSIONS.contains(v)) {
         return None;
     }
     let mut r = Reader { bytes, at: 1 };
     r.varint().ok().map(unzigzag)
 }
 
-/// Decodes one record, appending its points to `batch` (not cleared). On error the
-/// batch keeps only what it held before.
+/// Decodes one record (either version), appending its points to `batch` (not
+/// cleared). On error the batch keeps only what it held before.
 pub fn decode_into(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError> {
     let before = batch.len();
     decode_inner(bytes, batch).inspect_err(|_| batch.truncate(before))
@@ -181,18 +308,40 @@ pub fn decode_into(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordErr
 fn decode_inner(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError> {
     let mut r = Reader { bytes, at: 0 };
     let version = *bytes.first().ok_or(RecordError::Empty)?;
-    if version != RECORD_VERSION {
+    if !RECORD_VERSIONS.contains(&version) {
         return Err(RecordError::Version(version));
     }
     r.at = 1;
     let arrival = unzigzag(r.varint()?);
     let count = r.varint()?;
-    // the smallest point is 10 bytes (name_len, ts, value)
+    // the smallest point is 10 bytes in version 1 (name_len, ts, value) and 4 in
+    // version 2 (shared, suffix_len, ts header, a one-byte decimal)
+    let smallest = if version == 1 { 10 } else { 4 };
     let left = bytes.len() - r.at;
-    if count > u64::from(u32::MAX) || count > (left / 10) as u64 {
+    if count > u64::from(u32::MAX) || count > (left / smallest) as u64 {
         return Err(RecordError::Count { count, bytes: left });
     }
     let count = count as u32;
+    if version == 1 {
+        decode_v1(&mut r, arrival, count, batch)?;
+    } else {
+        decode_v2(&mut r, arrival, count, batch)?;
+    }
+    if r.at != bytes.len() {
+        return Err(RecordError::Trailing(bytes.len() - r.at));
+    }
+    Ok(Decoded {
+        arrival,
+        points: count,
+    })
+}
+
+fn decode_v1(
+    r: &mut Reader<'_>,
+    arrival: i64,
+    count: u32,
+    batch: &mut Batch,
+) -> Result<(), RecordError> {
     // the name is checked as UTF-8 once, where it is spelled out
     let mut prev: Option<&str> = None;
     for i in 0..count {
@@ -211,13 +360,58 @@ fn decode_inner(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError>
         let value = f64::from_bits(u64::from_le_bytes(v.try_into().unwrap_or([0; 8])));
         batch.push(name, ts, value);
     }
-    if r.at != bytes.len() {
-        return Err(RecordError::Trailing(bytes.len() - r.at));
+    Ok(())
+}
+
+fn decode_v2(
+    r: &mut Reader<'_>,
+    arrival: i64,
+    count: u32,
+    batch: &mut Batch,
+) -> Result<(), RecordError> {
+    let mut name = String::with_capacity(64);
+    let mut ts = arrival;
+    for i in 0..count {
+        let shared = r.varint()?;
+        let prefix_ok = usize::try_from(shared)
+            .ok()
+            .filter(|&s| s <= name.len() && name.is_char_boundary(s));
+        let Some(shared) = prefix_ok else {
+            return Err(RecordError::Prefix {
+                point: i,
+                shared,
+                prev: name.len(),
+            });
+        };
+        let len = r.varint()?;
+        let len = usize::try_from(len).map_err(|_| RecordError::Truncated(r.at))?;
+        // the prefix ends on a character boundary, so prefix + UTF-8 suffix is UTF-8
+        let suffix = std::str::from_utf8(r.take(len)?).map_err(|_| RecordError::NameNotUtf8(i))?;
+        name.truncate(shared);
+        name.push_str(suffix);
+        if name.is_empty() {
+            return Err(RecordError::EmptyName(i));
+        }
+        let head = r.varint128()?;
+        if head >> 67 != 0 {
+            return Err(RecordError::TimestampTooLong(i));
+        }
+        ts = ts.wrapping_add(unzigzag((head >> 3) as u64));
+        let kind = (head & 7) as usize;
+        let value = if kind == 0 {
+            let v = r.take(8)?;
+            f64::from_bits(u64::from_le_bytes(v.try_into().unwrap_or([0; 8])))
+        } else {
+            let m = unzigzag(r.varint()?) as f64;
+            if kind == 1 {
+                m
+            } else {
+                m / POW10[kind - 1]
+            }
+        };
+        batch.push(&name, ts, value);
     }
-    Ok(Decoded {
-        arrival,
-        points: count,
-    })
+    Ok(())
 }
 
 struct Reader<'a> {
@@ -253,9 +447,35 @@ impl<'a> Reader<'a> {
         }
         Err(RecordError::VarintTooLong(start))
     }
+
+    /// A varint of up to 10 bytes (70 bits) into a u128.
+    fn varint128(&mut self) -> Result<u128, RecordError> {
+        let start = self.at;
+        let mut v: u128 = 0;
+        for i in 0..10 {
+            let b = *self
+                .bytes
+                .get(self.at)
+                .ok_or(RecordError::Truncated(self.at))?;
+            self.at += 1;
+            v |= u128::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(RecordError::VarintTooLong(start))
+    }
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_varint128(out: &mut Vec<u8>, mut v: u128) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -298,7 +518,7 @@ mod tests {
         b.push("a.b", 110, -2.0);
         b.push("c;tag=x", 90, f64::NAN);
         b.push("a.b", i64::MIN, 0.0);
-        let bytes = encode(&b, 105);
+        let bytes = encode_version(&b, 105, 1);
         let mut out = Batch::new();
         let d = decode_into(&bytes, &mut out).unwrap();
         assert_eq!(d.arrival, 105);
@@ -330,8 +550,8 @@ mod tests {
         b.push("keep", 1, 1.0);
         assert_eq!(decode_into(&[], &mut b).unwrap_err(), RecordError::Empty);
         assert_eq!(
-            decode_into(&[2], &mut b).unwrap_err(),
-            RecordError::Version(2)
+            decode_into(&[3], &mut b).unwrap_err(),
+            RecordError::Version(3)
         );
         assert!(matches!(
             decode_into(&[1], &mut b),
@@ -365,6 +585,159 @@ mod tests {
         assert_eq!(points(&b), vec![("keep".to_string(), 1, 1f64.to_bits())]);
     }
 
+    #[test]
+    fn v2_front_codes_names_and_shortens_values() {
+        let mut b = Batch::new();
+        b.push("a.b.c", 100, 12.34);
+        b.push("a.b.d", 100, 7.0);
+        b.push("a.b.d", 110, f64::NAN);
+        b.push("x", 90, -0.0);
+        let bytes = encode(&b, 100);
+        assert_eq!(bytes[0], 2);
+        let mut out = Batch::new();
+        decode_into(&bytes, &mut out).unwrap();
+        assert_eq!(points(&out), points(&b));
+        let point = |shared: u8, suffix: &[u8], head: &[u8], value: &[u8]| {
+            let mut p = vec![shared, suffix.len() as u8];
+            p.extend_from_slice(suffix);
+            p.extend_from_slice(head);
+            p.extend_from_slice(value);
+            p
+        };
+        let mut want = vec![2, 200, 1, 0x84, 0x80, 0x80, 0x80, 0x00];
+        // 12.34 = 1234 / 10^2: kind 3, zigzag(1234) = 2468 = [0xa4, 0x13]
+        want.extend(point(0, b"a.b.c", &[3], &[0xa4, 0x13]));
+        // 7 = 7 / 10^0: kind 1, zigzag 14
+        want.extend(point(4, b"d", &[1], &[14]));
+        // the same name, ts + 10 (zigzag 20 << 3 = 160: two bytes), NaN raw
+        want.extend(point(5, b"", &[0xa0, 0x01], &f64::NAN.to_bits().to_le_bytes()));
+        // ts - 20: zigzag 39 << 3 = 312; -0.0 raw (a decimal would lose the sign)
+        want.extend(point(0, b"x", &[0xb8, 0x02], &(-0.0f64).to_bits().to_le_bytes()));
+        assert_eq!(bytes, want);
+    }
+
+    #[test]
+    fn decimals_give_back_the_same_bits() {
+        for v in [
+            0.0, 1.0, -1.0, 0.1, 0.2, 0.3, 12.34, 99.99, -5.5, 1e6, 8e9, 123456.789,
+            0.000001, 4503599627370495.5, 9007199254740991.0, 9007199254740992.0, 1e300,
+            f64::MIN_POSITIVE, 1.0 / 3.0, f64::INFINITY, f64::NEG_INFINITY,
+        ] {
+            let (kind, m) = decimal(v);
+            if kind > 0 {
+                let back = m as f64 / POW10[usize::from(kind) - 1];
+                assert_eq!(back.to_bits(), v.to_bits(), "{v}");
+            }
+        }
+        assert_eq!(decimal(12.34), (3, 1234));
+        assert_eq!(decimal(8e9), (1, 8_000_000_000));
+        assert_eq!(decimal(0.1), (2, 1));
+        assert_eq!(decimal(1.0 / 3.0).0, 0);
+        assert_eq!(decimal(9007199254740992.0).0, 0);
+        assert_eq!(decimal(-0.0).0, 0);
+    }
+
+    #[test]
+    fn v2_shares_whole_characters_only() {
+        let mut b = Batch::new();
+        // \u{e9} and \u{e8} share their first UTF-8 byte (0xc3)
+        b.push("a\u{e9}", 1, 1.0);
+        b.push("a\u{e8}", 1, 1.0);
+        let bytes = encode(&b, 1);
+        let mut out = Batch::new();
+        decode_into(&bytes, &mut out).unwrap();
+        assert_eq!(points(&out), points(&b));
+        // the second point shares "a" only
+        assert_eq!(&bytes[14..], &[1, 2, 0xc3, 0xa8, 1, 2]);
+    }
+
+    #[test]
+    fn bad_v2_records_are_errors() {
+        let mut b = Batch::new();
+        b.push("keep", 1, 1.0);
+        let head = |count: u8| vec![2, 0, count];
+        // a first point sharing a byte of no previous name
+        let mut bytes = head(1);
+        bytes.extend_from_slice(&[1, 1, b'a', 1, 0]);
+        assert_eq!(
+            decode_into(&bytes, &mut b).unwrap_err(),
+            RecordError::Prefix {
+                point: 0,
+                shared: 1,
+                prev: 0
+            }
+        );
+        // sharing half of a character
+        let mut bytes = head(2);
+        bytes.extend_from_slice(&[0, 2, 0xc3, 0xa9, 1, 0, 1, 1, b'x', 1, 0]);
+        assert!(matches!(
+            decode_into(&bytes, &mut b),
+            Err(RecordError::Prefix { point: 1, .. })
+        ));
+        // an empty name
+        let mut bytes = head(1);
+        bytes.extend_from_slice(&[0, 0, 1, 0]);
+        assert_eq!(
+            decode_into(&bytes, &mut b).unwrap_err(),
+            RecordError::EmptyName(0)
+        );
+        // a suffix that is not UTF-8
+        let mut bytes = head(1);
+        bytes.extend_from_slice(&[0, 1, 0xff, 1, 0]);
+        assert_eq!(
+            decode_into(&bytes, &mut b).unwrap_err(),
+            RecordError::NameNotUtf8(0)
+        );
+        // a timestamp header of 70 bits
+        let mut bytes = head(1);
+        bytes.extend_from_slice(&[0, 1, b'a']);
+        bytes.extend_from_slice(&[0xff; 9]);
+        bytes.extend_from_slice(&[0x7f, 0]);
+        assert_eq!(
+            decode_into(&bytes, &mut b).unwrap_err(),
+            RecordError::TimestampTooLong(0)
+        );
+        // a raw value cut short
+        let mut bytes = head(1);
+        bytes.extend_from_slice(&[0, 1, b'a', 0, 1, 2, 3]);
+        assert!(matches!(
+            decode_into(&bytes, &mut b),
+            Err(RecordError::Truncated(_))
+        ));
+        // more points than 4 bytes each could hold
+        let mut bytes = head(2);
+        bytes.extend_from_slice(&[0, 1, b'a', 1, 0]);
+        assert!(matches!(
+            decode_into(&bytes, &mut b),
+            Err(RecordError::Count { count: 2, .. })
+        ));
+        assert_eq!(points(&b), vec![("keep".to_string(), 1, 1f64.to_bits())]);
+    }
+
+    #[test]
+    fn v2_is_under_half_of_v1_on_agent_like_names() {
+        // names and values as a collectd-like agent sends them, sorted as the
+        // producer sorts a record
+        let mut b = Batch::new();
+        let mut names = Vec::new();
+        for host in 0..40 {
+            for m in ["cpu.user", "cpu.system", "memory.used", "disk.sda.reads", "tcp.listen"] {
+                names.push(format!("bench.host{host:05}.{m}"));
+            }
+        }
+        names.sort();
+        for (i, n) in names.iter().enumerate() {
+            let v = if i % 2 == 0 { (i as f64) * 1.25 } else { 8e9 + i as f64 };
+            b.push(n, 1_700_000_000, v);
+        }
+        let v1 = encode_version(&b, 1_700_000_000, 1).len();
+        let v2 = encode_version(&b, 1_700_000_000, 2).len();
+        assert!(v2 * 2 < v1, "v1 {v1} bytes, v2 {v2} bytes");
+        let mut out = Batch::new();
+        decode_into(&encode(&b, 1_700_000_000), &mut out).unwrap();
+        assert_eq!(points(&out), points(&b));
+    }
+
     proptest! {
         #[test]
         fn any_batch_roundtrips(
@@ -375,12 +748,15 @@ mod tests {
             for (n, ts, v) in &pts {
                 b.push(n, *ts, f64::from_bits(*v));
             }
-            let bytes = encode(&b, arrival);
-            let mut out = Batch::new();
-            let d = decode_into(&bytes, &mut out).unwrap();
-            prop_assert_eq!(d.arrival, arrival);
-            prop_assert_eq!(peek_arrival(&bytes), Some(arrival));
-            prop_assert_eq!(points(&out), points(&b));
+            for version in RECORD_VERSIONS {
+                let bytes = encode_version(&b, arrival, version);
+                prop_assert_eq!(bytes[0], version);
+                let mut out = Batch::new();
+                let d = decode_into(&bytes, &mut out).unwrap();
+                prop_assert_eq!(d.arrival, arrival);
+                prop_assert_eq!(peek_arrival(&bytes), Some(arrival));
+                prop_assert_eq!(points(&out), points(&b));
+            }
         }
 
         #[test]

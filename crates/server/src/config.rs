@@ -122,6 +122,10 @@
 //! # "gzip" (docs/cluster.md, "Throughput", has what each cost when measured; lz4 where
 //! # bandwidth to Kafka is scarcer than CPU).
 //! # compression = "none"
+//! # The log record version written: 2 (front-coded names, short values, about a third
+//! # of version 1's bytes) or 1 (for storage nodes of a release before version 2;
+//! # storage nodes read both).
+//! # record_version = 2
 //! # Appends Kafka has not taken by then go to an on-disk spill (data_dir/cluster/spill),
 //! # are acknowledged from there and delivered in order when Kafka is back: at most
 //! # this many bytes (1 GiB); 0: no spill, the client is held back.
@@ -881,6 +885,7 @@ mod tests {
         assert_eq!((cl.partitions, cl.node_id), (4, 2));
         assert_eq!(cl.owned_partitions, vec![1, 3]);
         assert_eq!(cl.compression, "none");
+        assert_eq!(cl.record_version, 2);
         for (text, says) in [
             (
                 "brokers = \"b:1\"\nrole = \"storage\"\n",
@@ -901,6 +906,10 @@ mod tests {
             (
                 "brokers = \"b:1\"\nrole = \"ingest\"\ncompression = \"brotli\"\n",
                 "cluster.compression",
+            ),
+            (
+                "brokers = \"b:1\"\nrole = \"ingest\"\nrecord_version = 3\n",
+                "cluster.record_version is 3",
             ),
         ] {
             let file: FileConfig = toml::from_str(&format!("[cluster]\n{text}")).unwrap();
