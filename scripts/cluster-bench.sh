@@ -8,7 +8,8 @@
 # on two of them), per `sumi_cluster_consume_points_total`. Prints the points/s from the
 # first point sent to the last one applied, and the CPU-seconds every process of the
 # cluster used meanwhile (Kafka, the ingest node, the storage nodes; the load
-# generator apart).
+# generator apart), and the record bytes a point took through Kafka (the ingest node's
+# `sumi_cluster_produce_bytes_total` over its points, before any compression).
 #
 # With SUMI_BENCH_SINGLE=1 it then runs the same load against a single sumi node that
 # `sumi bench` starts (same binary, `--no-selfmon`, data in a temporary directory) and
@@ -53,8 +54,12 @@ def applied():
 def produced():
     return counter(env["INGEST_HTTP"], "sumi_cluster_produce_points_total")
 
+def produced_bytes():
+    return counter(env["INGEST_HTTP"], "sumi_cluster_produce_bytes_total")
+
 want = applied() + 2 * series * points
 produced0 = produced()
+bytes0 = produced_bytes()
 cpu0 = {k: cpu(p) for k, p in procs.items()}
 t0 = time.monotonic()
 bench = subprocess.Popen(
@@ -94,6 +99,7 @@ print("points %d (each stored twice) in %.2f s from the first acknowledged batch
 print("cpu-seconds: " + ", ".join("%s %.2f" % (k, v) for k, v in used.items()) + "; total %.2f" % all_cpu)
 print("points per cpu-second (cluster processes): %.0f" % (total / all_cpu))
 print("load generator cpu-seconds: %.2f" % bench_cpu)
+print("record bytes per point through kafka: %.2f" % ((produced_bytes() - bytes0) / max(1.0, produced() - produced0)))
 if os.environ.get("SUMI_BENCH_SINGLE") == "1":
     import json
     out = subprocess.run(

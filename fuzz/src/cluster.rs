@@ -1,19 +1,21 @@
 //! Fuzz target for the cluster's log record (`sumi_cluster::record`).
 //!
 //! [`cluster_record`]: the first byte picks the input's use. Even: the rest is a record
-//! as a storage node reads it from Kafka, decoded into a batch that already holds a
-//! point. Accepted: the batch grew by exactly the points the record claims, and
-//! re-encoding those points with the record's arrival time decodes to the same points
-//! (the bytes may differ: varints may be spelled long, names repeated in full).
-//! `peek_arrival` reads the same arrival time as the decoder from any accepted record.
-//! Refused: a `RecordError` with a message, the batch as it was. Odd: points built from the input (names from a small
-//! alphabet, timestamps and values as raw bits) are encoded and must decode to exactly
-//! those points, bit for bit.
+//! as a storage node reads it from Kafka (either version), decoded into a batch that
+//! already holds a point. Accepted: the batch grew by exactly the points the record
+//! claims, and re-encoding those points with the record's arrival time, in both
+//! versions, decodes to the same points (the bytes may differ: varints may be spelled
+//! long, names repeated in full, prefixes shared less). `peek_arrival` reads the same
+//! arrival time as the decoder from any accepted record. Refused: a `RecordError` with
+//! a message, the batch as it was. Odd: points built from the input (names from a small
+//! alphabet sharing prefixes and first UTF-8 bytes, timestamps as deltas or raw bits,
+//! values as short decimals or raw bits) are encoded in version 1 (bit 1 of the first
+//! byte set) or 2 and must decode to exactly those points, bit for bit.
 //!
 //! The seed corpus is generated: [`seeds`].
 
 use crate::Input;
-use sumi_cluster::record::{decode_into, encode, peek_arrival};
+use sumi_cluster::record::{decode_into, encode, encode_version, peek_arrival, RECORD_VERSIONS};
 use sumi_model::Batch;
 
 fn points(b: &Batch) -> Vec<(String, i64, u64)> {
@@ -29,7 +31,7 @@ pub fn cluster_record(data: &[u8]) {
     if mode % 2 == 0 {
         decode_check(rest);
     } else {
-        roundtrip(rest);
+        roundtrip(rest, if mode & 2 != 0 { 1 } else { 2 });
     }
 }
 
@@ -50,11 +52,13 @@ fn decode_check(bytes: &[u8]) {
             for (n, p) in batch.iter().skip(1) {
                 mine.push(n, p.ts, p.value);
             }
-            let again = encode(&mine, d.arrival);
-            let mut back = Batch::new();
-            let d2 = decode_into(&again, &mut back).expect("a re-encoded record decodes");
-            assert_eq!(d2.arrival, d.arrival);
-            assert_eq!(points(&back), points(&mine), "re-encoded points differ");
+            for version in RECORD_VERSIONS {
+                let again = encode_version(&mine, d.arrival, version);
+                let mut back = Batch::new();
+                let d2 = decode_into(&again, &mut back).expect("a re-encoded record decodes");
+                assert_eq!(d2.arrival, d.arrival);
+                assert_eq!(points(&back), points(&mine), "re-encoded points differ");
+            }
         }
         Err(e) => {
             assert!(!e.to_string().is_empty(), "empty error message");
@@ -63,21 +67,37 @@ fn decode_check(bytes: &[u8]) {
     }
 }
 
-fn roundtrip(data: &[u8]) {
+fn roundtrip(data: &[u8], version: u8) {
     let mut input = Input(data);
     let arrival = input.u64() as i64;
     let mut batch = Batch::new();
-    let names = ["a", "a.b", "c;t=v", "\u{e9}t\u{e9}", "x.y.z"];
+    let names = [
+        "a",
+        "a.b",
+        "a.bc",
+        "c;t=v",
+        "\u{e9}t\u{e9}",
+        "\u{e8}t",
+        "x.y.z",
+        "x.y.\u{e9}",
+    ];
     while !input.is_empty() && batch.len() < 512 {
         let name = names[usize::from(input.byte()) % names.len()];
         let ts = match input.byte() % 3 {
             0 => arrival.wrapping_add(i64::from(input.byte() as i8)),
             _ => input.u64() as i64,
         };
-        let value = f64::from_bits(input.u64());
+        let value = match input.byte() % 3 {
+            0 => {
+                f64::from(input.u32() as i32)
+                    / [1.0, 10.0, 100.0, 1e3][usize::from(input.byte() % 4)]
+            }
+            _ => f64::from_bits(input.u64()),
+        };
         batch.push(name, ts, value);
     }
-    let bytes = encode(&batch, arrival);
+    let bytes = encode_version(&batch, arrival, version);
+    assert_eq!(bytes[0], version);
     let mut out = Batch::new();
     let d = decode_into(&bytes, &mut out).expect("an encoded record decodes");
     assert_eq!(d.arrival, arrival);
@@ -85,22 +105,42 @@ fn roundtrip(data: &[u8]) {
     assert_eq!(points(&out), points(&batch), "points changed on the way");
 }
 
-/// Seeds: an empty record, a few points (repeated names, tags, NaN), both modes.
+/// Seeds: an empty record, a few points (repeated names, shared prefixes, tags, NaN,
+/// decimals) in both versions, and both modes.
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut b = Batch::new();
     b.push("load.s001", 1_700_000_000, 1.5);
     b.push("load.s001", 1_700_000_010, f64::NAN);
+    b.push("load.s002", 1_700_000_010, 8e9);
     b.push("cpu;host=a", 1_699_999_000, -3.0);
+    b.push("cpu;host=\u{e9}", 1_699_999_000, 12.34);
+    b.push("cpu;host=\u{e8}", 1_699_999_000, -0.0);
     let mut decode = vec![0u8];
-    decode.extend(encode(&b, 1_700_000_005));
+    decode.extend(encode_version(&b, 1_700_000_005, 1));
+    let mut decode2 = vec![0u8];
+    decode2.extend(encode(&b, 1_700_000_005));
     let mut empty = vec![0u8];
-    empty.extend(encode(&Batch::new(), 0));
+    empty.extend(encode_version(&Batch::new(), 0, 1));
+    let mut empty2 = vec![0u8];
+    empty2.extend(encode(&Batch::new(), 0));
+    let body = [
+        0, 0, 5, 1, 2, 3, 4, 5, 6, 7, 8, 2, 1, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 3,
+        0, 0, 0, 1, 0, 1, 6, 3, 0, 5, 7,
+    ];
     let mut build = vec![1u8];
     build.extend_from_slice(&1_700_000_000u64.to_le_bytes());
-    build.extend_from_slice(&[
-        0, 0, 5, 1, 2, 3, 4, 5, 6, 7, 8, 2, 1, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9,
-    ]);
-    vec![("record", decode), ("empty", empty), ("built", build)]
+    build.extend_from_slice(&body);
+    let mut build1 = vec![3u8];
+    build1.extend_from_slice(&1_700_000_000u64.to_le_bytes());
+    build1.extend_from_slice(&body);
+    vec![
+        ("record", decode),
+        ("record_v2", decode2),
+        ("empty", empty),
+        ("empty_v2", empty2),
+        ("built", build),
+        ("built_v1", build1),
+    ]
 }
 
 /// [`cluster_spill`]: the first byte picks the input's use. Even: the rest is a spill

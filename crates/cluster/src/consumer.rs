@@ -149,9 +149,7 @@ impl StorageConsumer {
         for (k, v) in &config.librdkafka_consumer {
             client.set(k, v);
         }
-        let consumer: BaseConsumer = client
-            .create()
-            .context("creating the kafka consumer")?;
+        let consumer: BaseConsumer = client.create().context("creating the kafka consumer")?;
         consumer
             .assign(&tpl)
             .context("assigning the owned partitions")?;

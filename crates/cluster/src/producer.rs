@@ -228,10 +228,9 @@ impl KafkaSink {
         for (k, v) in &config.librdkafka_producer {
             client.set(k, v);
         }
-        let producer: ThreadedProducer<Ctx> = client
-            .create_with_context(Ctx {
-                stats: stats.clone(),
-            })?;
+        let producer: ThreadedProducer<Ctx> = client.create_with_context(Ctx {
+            stats: stats.clone(),
+        })?;
         let core = Arc::new(Core {
             producer,
             topic: config.topic.clone(),
@@ -302,12 +301,24 @@ impl KafkaSink {
         };
         if version == 1 {
             for (name, p) in batch.iter() {
-                push(partition_for(name, self.core.partitions), name, p.ts, p.value);
+                push(
+                    partition_for(name, self.core.partitions),
+                    name,
+                    p.ts,
+                    p.value,
+                );
             }
         } else {
             let mut points: Vec<(u32, &str, i64, f64)> = batch
                 .iter()
-                .map(|(name, p)| (partition_for(name, self.core.partitions), name, p.ts, p.value))
+                .map(|(name, p)| {
+                    (
+                        partition_for(name, self.core.partitions),
+                        name,
+                        p.ts,
+                        p.value,
+                    )
+                })
                 .collect();
             points.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
             for (part, name, ts, value) in points {

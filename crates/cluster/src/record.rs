@@ -272,7 +272,11 @@ pub enum RecordError {
     #[error("point {0}: repeats the previous name but none came before")]
     NoPreviousName(u32),
     #[error("point {point}: shares {shared} bytes with a previous name of {prev} bytes, or cuts a character")]
-    Prefix { point: u32, shared: u64, prev: usize },
+    Prefix {
+        point: u32,
+        shared: u64,
+        prev: usize,
+    },
     #[error("point {0}: empty name")]
     EmptyName(u32),
     #[error("point {0}: timestamp header over 67 bits")]
@@ -610,18 +614,46 @@ mod tests {
         // 7 = 7 / 10^0: kind 1, zigzag 14
         want.extend(point(4, b"d", &[1], &[14]));
         // the same name, ts + 10 (zigzag 20 << 3 = 160: two bytes), NaN raw
-        want.extend(point(5, b"", &[0xa0, 0x01], &f64::NAN.to_bits().to_le_bytes()));
+        want.extend(point(
+            5,
+            b"",
+            &[0xa0, 0x01],
+            &f64::NAN.to_bits().to_le_bytes(),
+        ));
         // ts - 20: zigzag 39 << 3 = 312; -0.0 raw (a decimal would lose the sign)
-        want.extend(point(0, b"x", &[0xb8, 0x02], &(-0.0f64).to_bits().to_le_bytes()));
+        want.extend(point(
+            0,
+            b"x",
+            &[0xb8, 0x02],
+            &(-0.0f64).to_bits().to_le_bytes(),
+        ));
         assert_eq!(bytes, want);
     }
 
     #[test]
     fn decimals_give_back_the_same_bits() {
         for v in [
-            0.0, 1.0, -1.0, 0.1, 0.2, 0.3, 12.34, 99.99, -5.5, 1e6, 8e9, 123456.789,
-            0.000001, 4503599627370495.5, 9007199254740991.0, 9007199254740992.0, 1e300,
-            f64::MIN_POSITIVE, 1.0 / 3.0, f64::INFINITY, f64::NEG_INFINITY,
+            0.0,
+            1.0,
+            -1.0,
+            0.1,
+            0.2,
+            0.3,
+            12.34,
+            99.99,
+            -5.5,
+            1e6,
+            8e9,
+            123456.789,
+            0.000001,
+            4503599627370495.5,
+            9007199254740991.0,
+            9007199254740992.0,
+            1e300,
+            f64::MIN_POSITIVE,
+            1.0 / 3.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
         ] {
             let (kind, m) = decimal(v);
             if kind > 0 {
@@ -721,13 +753,23 @@ mod tests {
         let mut b = Batch::new();
         let mut names = Vec::new();
         for host in 0..40 {
-            for m in ["cpu.user", "cpu.system", "memory.used", "disk.sda.reads", "tcp.listen"] {
+            for m in [
+                "cpu.user",
+                "cpu.system",
+                "memory.used",
+                "disk.sda.reads",
+                "tcp.listen",
+            ] {
                 names.push(format!("bench.host{host:05}.{m}"));
             }
         }
         names.sort();
         for (i, n) in names.iter().enumerate() {
-            let v = if i % 2 == 0 { (i as f64) * 1.25 } else { 8e9 + i as f64 };
+            let v = if i % 2 == 0 {
+                (i as f64) * 1.25
+            } else {
+                8e9 + i as f64
+            };
             b.push(n, 1_700_000_000, v);
         }
         let v1 = encode_version(&b, 1_700_000_000, 1).len();
