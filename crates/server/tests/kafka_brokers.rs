@@ -8,6 +8,10 @@
 //! storage replicas of its partition, and the appends must have gone through Kafka
 //! (two in-sync replicas left), not to the ingest node's spill.
 //!
+//! The nodes write log records of version 1 (`[cluster] record_version = 1`, what
+//! releases before version 2 wrote): the storage nodes' reading of an old log is tested
+//! here, version 2 (the default) by the other Kafka tests.
+//!
 //! Needs Java and Maven, as kafka_cluster.rs; missing, the test fails saying so.
 
 #[path = "common/kafka.rs"]
@@ -37,6 +41,7 @@ fn up() -> Cluster {
             // the new leaders take a few seconds (measured: up to 4.9 s); an append
             // waits this long for them before it would go to the spill
             ("SUMI_CLUSTER_APPEND_TIMEOUT_MS", "30000".to_string()),
+            ("SUMI_CLUSTER_SETTINGS", "record_version = 1".to_string()),
         ],
     )
 }
