@@ -263,7 +263,7 @@ pub(crate) fn start(
     };
     let sink: Arc<dyn sumi_model::Sink> = match &anomaly {
         Some(engine) => Arc::new(crate::anomaly::AnomalySink {
-            inner: sink,
+            store: store.clone(),
             engine: engine.clone(),
         }),
         None => sink,
