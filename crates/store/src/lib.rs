@@ -99,7 +99,7 @@ mod testutil;
 pub use error::StoreError;
 pub use import::ImportOutcome;
 pub use options::{FsyncPolicy, InvalidFsyncPolicy, StoreOptions};
-pub use read::bulk::{FetchPlan, FetchedRef};
+pub use read::bulk::{FetchPlan, FetchedRef, LeafHint};
 pub use read::Fetched;
 pub use series::{FindEntry, Renamed, MAX_LEVELS};
 pub use store::Store;

@@ -133,8 +133,9 @@ pub(crate) struct Tree {
     /// The children of wide nodes (at least [`SORTED_MIN`]) sorted by name, built by the
     /// first wildcard scan of the node and dropped when its children change.
     sorted: Mutex<HashMap<u32, Arc<[u32]>>>,
-    /// [`SORTED_MIN`], or more to keep the plain list scan (the tests' reference).
-    sorted_min: usize,
+    /// Wide nodes get sorted children (off: always the plain list scan, the tests'
+    /// reference).
+    sort_wide: bool,
 }
 
 impl Default for Tree {
@@ -151,7 +152,7 @@ impl Default for Tree {
             state: FixedState::with_seed(0x7ee),
             dead: 0,
             sorted: Mutex::new(HashMap::new()),
-            sorted_min: SORTED_MIN,
+            sort_wide: true,
         }
     }
 }
@@ -271,13 +272,10 @@ impl Tree {
         }
     }
 
-    /// The children of `id` sorted by name, when it has at least `sorted_min`.
-    fn sorted_children(&self, id: u32) -> Option<Arc<[u32]>> {
-        if self.children_of(id).take(self.sorted_min).count() < self.sorted_min {
-            return None;
-        }
+    /// The children of `id` sorted by name (a node with at least [`SORTED_MIN`]).
+    fn sorted_children(&self, id: u32) -> Arc<[u32]> {
         if let Some(s) = self.sorted.lock().get(&id) {
-            return Some(Arc::clone(s));
+            return Arc::clone(s);
         }
         let mut named: Vec<(&[u8], u32)> = self
             .children_of(id)
@@ -287,27 +285,38 @@ impl Tree {
         named.sort_unstable();
         let s: Arc<[u32]> = named.into_iter().map(|(_, c)| c).collect();
         self.sorted.lock().insert(id, Arc::clone(&s));
-        Some(s)
+        s
     }
 
     /// The children of `cur` whose names start with `prefix`, in name order when the
     /// node is wide enough to have them sorted (then found by binary search), else in
     /// list order.
     fn children_with_prefix(&self, cur: u32, prefix: &[u8], each: &mut dyn FnMut(u32)) {
-        match self.sorted_children(cur) {
-            Some(sorted) => {
-                let name = |c: &u32| self.name_of(*c).as_bytes();
-                let start = sorted.partition_point(|c| name(c) < prefix);
-                let rest = sorted.get(start..).unwrap_or_default();
-                let len = rest.partition_point(|c| name(c).starts_with(prefix));
-                for &c in rest.get(..len).unwrap_or_default() {
-                    each(c);
-                }
+        // the first children, walked once: most nodes have fewer
+        let mut first = [NONE; SORTED_MIN];
+        let mut n = 0;
+        let mut list = self.children_of(cur);
+        for (slot, c) in first.iter_mut().zip(&mut list) {
+            *slot = c;
+            n += 1;
+        }
+        let wide = n == SORTED_MIN && list.next().is_some();
+        if !wide {
+            for &c in first.get(..n).unwrap_or_default() {
+                each(c);
             }
-            None => {
-                for c in self.children_of(cur) {
-                    each(c);
-                }
+        } else if !self.sort_wide {
+            for c in self.children_of(cur) {
+                each(c);
+            }
+        } else {
+            let sorted = self.sorted_children(cur);
+            let name = |c: &u32| self.name_of(*c).as_bytes();
+            let start = sorted.partition_point(|c| name(c) < prefix);
+            let rest = sorted.get(start..).unwrap_or_default();
+            let len = rest.partition_point(|c| name(c).starts_with(prefix));
+            for &c in rest.get(..len).unwrap_or_default() {
+                each(c);
             }
         }
     }
@@ -341,6 +350,15 @@ impl Tree {
     /// Nodes matching `pattern` as `(path, is_leaf)`, sorted by path with the leaf
     /// first when a path is both, without duplicates.
     pub(crate) fn find(&self, pattern: &PathPattern) -> Vec<(String, bool)> {
+        self.find_ids(pattern)
+            .into_iter()
+            .map(|(path, leaf)| (path, leaf.is_some()))
+            .collect()
+    }
+
+    /// [`find`](Self::find) with each leaf's series: `(path, Some(series))` for a
+    /// leaf, `(path, None)` for a branch.
+    pub(crate) fn find_ids(&self, pattern: &PathPattern) -> Vec<(String, Option<u32>)> {
         // resolve literal node names to symbols once: a name the tree never saw matches
         // nothing, and lookups need no string hashing per visited node
         // the text of each node, as PathPattern::parse cut it (backslashes removed)
@@ -370,7 +388,8 @@ impl Tree {
         let mut out = Vec::new();
         let mut prefix = String::new();
         self.find_from(ROOT, &compiled, &mut prefix, &mut out);
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        // a leaf before the branch of the same path
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some())));
         out.dedup();
         out
     }
@@ -382,24 +401,25 @@ impl Tree {
         cur: u32,
         pats: &[Step<'_>],
         prefix: &mut String,
-        out: &mut Vec<(String, bool)>,
+        out: &mut Vec<(String, Option<u32>)>,
     ) {
         let Some((pat, rest)) = pats.split_first() else {
             return;
         };
         let base = prefix.len();
-        let enter = |this: &Tree, c: u32, prefix: &mut String, out: &mut Vec<(String, bool)>| {
-            if base > 0 {
-                prefix.push('.');
-            }
-            prefix.push_str(this.name_of(c));
-            if rest.is_empty() {
-                this.emit(c, prefix, out);
-            } else if this.is_branch(c) {
-                this.find_from(c, rest, prefix, out);
-            }
-            prefix.truncate(base);
-        };
+        let enter =
+            |this: &Tree, c: u32, prefix: &mut String, out: &mut Vec<(String, Option<u32>)>| {
+                if base > 0 {
+                    prefix.push('.');
+                }
+                prefix.push_str(this.name_of(c));
+                if rest.is_empty() {
+                    this.emit(c, prefix, out);
+                } else if this.is_branch(c) {
+                    this.find_from(c, rest, prefix, out);
+                }
+                prefix.truncate(base);
+            };
         match pat {
             Step::Globstar => {
                 // every directory below cur (cur included) gets the remaining patterns; a
@@ -441,7 +461,7 @@ impl Tree {
         cur: u32,
         rest: &[Step<'_>],
         prefix: &mut String,
-        out: &mut Vec<(String, bool)>,
+        out: &mut Vec<(String, Option<u32>)>,
     ) {
         let base = prefix.len();
         for c in self.children_of(cur) {
@@ -459,7 +479,12 @@ impl Tree {
     }
 
     /// Every node below `cur`, each as leaf and/or branch.
-    fn emit_descendants(&self, cur: u32, prefix: &mut String, out: &mut Vec<(String, bool)>) {
+    fn emit_descendants(
+        &self,
+        cur: u32,
+        prefix: &mut String,
+        out: &mut Vec<(String, Option<u32>)>,
+    ) {
         let base = prefix.len();
         for c in self.children_of(cur) {
             if base > 0 {
@@ -474,12 +499,12 @@ impl Tree {
         }
     }
 
-    fn emit(&self, c: u32, path: &str, out: &mut Vec<(String, bool)>) {
-        if self.leaf_of(c).is_some() {
-            out.push((path.to_string(), true));
+    fn emit(&self, c: u32, path: &str, out: &mut Vec<(String, Option<u32>)>) {
+        if let Some(series) = self.leaf_of(c) {
+            out.push((path.to_string(), Some(series)));
         }
         if self.is_branch(c) {
-            out.push((path.to_string(), false));
+            out.push((path.to_string(), None));
         }
     }
 
@@ -789,7 +814,10 @@ mod tests {
             for depth in 1..=parts.len() {
                 let node = parts[..depth].join(".");
                 let hit = depth == p.nodes().len()
-                    && p.nodes().iter().zip(&parts).all(|(n, part)| n.matches(part));
+                    && p.nodes()
+                        .iter()
+                        .zip(&parts)
+                        .all(|(n, part)| n.matches(part));
                 if hit {
                     out.push((node, depth == parts.len()));
                 }
@@ -811,7 +839,15 @@ mod tests {
                 paths.push(format!("h{i:03}.{m}"));
             }
         }
-        for odd in ["h", "h1x.cpu.user", "hé.cpu.user", "i.cpu", "g", "h0.cpu", "h00"] {
+        for odd in [
+            "h",
+            "h1x.cpu.user",
+            "hé.cpu.user",
+            "i.cpu",
+            "g",
+            "h0.cpu",
+            "h00",
+        ] {
             paths.push(odd.to_string());
         }
         // a wide second level too
@@ -820,7 +856,7 @@ mod tests {
         }
         let mut fast = Tree::default();
         let mut plain = Tree {
-            sorted_min: usize::MAX,
+            sort_wide: false,
             ..Tree::default()
         };
         for (i, p) in paths.iter().enumerate() {
