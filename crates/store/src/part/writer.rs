@@ -7,7 +7,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::format::{Entry, Footer, Header, HEADER_LEN};
-use super::index::IndexBuilder;
+use super::index::{IndexBuilder, IndexFormat};
 use crate::block;
 use crate::StoreError;
 
@@ -48,7 +48,11 @@ impl PartWriter {
             out,
             tmp,
             path,
-            index: IndexBuilder::new(header.partition),
+            index: IndexBuilder::new(IndexFormat {
+                v4: true,
+                partition: header.partition,
+                step: header.step,
+            }),
             header,
             offset: HEADER_LEN as u64,
             points: 0,
@@ -133,6 +137,8 @@ impl PartWriter {
             offset: self.offset,
             len,
             crc,
+            own_crc: true,
+            chunk: 0,
             first_slot: first,
             last_slot: last,
         });
@@ -145,7 +151,12 @@ impl PartWriter {
 
     /// Writes the index and footer, fsyncs and renames. Returns the final path.
     pub(crate) fn finish(mut self) -> Result<PathBuf, StoreError> {
-        let index = std::mem::replace(&mut self.index, IndexBuilder::new(0)).finish();
+        let fmt = IndexFormat {
+            v4: true,
+            partition: 0,
+            step: 0,
+        };
+        let index = std::mem::replace(&mut self.index, IndexBuilder::new(fmt)).finish();
         let footer = Footer {
             index_offset: self.offset,
             points: self.points,
