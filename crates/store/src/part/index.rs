@@ -116,8 +116,10 @@ impl IndexBuilder {
         }
     }
 
-    /// Adds the entry of the next block; `e.crc` is the block's CRC32C.
-    pub(crate) fn push(&mut self, e: &Entry) {
+    /// Adds the entry of the next block; `e.crc` is the block's CRC32C. With `block`
+    /// (its bytes), a short block's CRC is taken from them (version 4 needs only the
+    /// chunk's, and appending bytes is cheaper than combining CRCs).
+    pub(crate) fn push(&mut self, e: &Entry, block: Option<&[u8]>) {
         let full = self.current.is_some_and(|c| c.count as usize >= CHUNK);
         if full {
             self.close_chunk();
@@ -159,10 +161,21 @@ impl IndexBuilder {
         if e.len >= OWN_CRC_MIN {
             out.extend_from_slice(&e.crc.to_le_bytes());
         } else {
-            self.chunk_crc = crc32c::crc32c_combine(self.chunk_crc, e.crc, e.len as usize);
+            self.chunk_crc = match block {
+                Some(b) => crc32c::crc32c_append(self.chunk_crc, b),
+                None => crc32c::crc32c_combine(self.chunk_crc, e.crc, e.len as usize),
+            };
         }
-        put_slot_delta(out, e.first_slot.wrapping_sub(self.prev_first), self.fmt.step);
-        put_span(out, e.last_slot.wrapping_sub(e.first_slot) as u64, self.fmt.step);
+        put_slot_delta(
+            out,
+            e.first_slot.wrapping_sub(self.prev_first),
+            self.fmt.step,
+        );
+        put_span(
+            out,
+            e.last_slot.wrapping_sub(e.first_slot) as u64,
+            self.fmt.step,
+        );
         self.prev_first = e.first_slot;
     }
 
@@ -358,7 +371,7 @@ mod tests {
         };
         let mut b = IndexBuilder::new(fmt);
         for e in es {
-            b.push(e);
+            b.push(e, None);
         }
         let bytes = b.finish();
         let n_chunks = es.len().div_ceil(CHUNK);
@@ -366,10 +379,16 @@ mod tests {
         let mut got = Vec::new();
         for c in 0..n_chunks {
             let d = DirEntry::decode(&bytes[dir_at + c * DIR_LEN..]).unwrap();
-            let used = decode_chunk(&bytes[d.chunk_rel as usize..dir_at], &d, fmt, c as u32, |e| {
-                got.push(e);
-                true
-            })
+            let used = decode_chunk(
+                &bytes[d.chunk_rel as usize..dir_at],
+                &d,
+                fmt,
+                c as u32,
+                |e| {
+                    got.push(e);
+                    true
+                },
+            )
             .unwrap();
             assert!(used > 0);
         }
@@ -380,10 +399,19 @@ mod tests {
     fn round_trip_and_size() {
         let es = entries(1000);
         let (v3, got) = build(&es, false);
-        assert!(v3.len() < 1000 * 14, "about 10 bytes an entry: {}", v3.len());
+        assert!(
+            v3.len() < 1000 * 14,
+            "about 10 bytes an entry: {}",
+            v3.len()
+        );
         assert_eq!(got, es);
         let (v4, got) = build(&es, true);
-        assert!(v4.len() < v3.len() - 1000 * 3, "{} vs {}", v4.len(), v3.len());
+        assert!(
+            v4.len() < v3.len() - 1000 * 3,
+            "{} vs {}",
+            v4.len(),
+            v3.len()
+        );
         assert_eq!(got.len(), es.len());
         for chunk in es.chunks(CHUNK) {
             // a short block's entry carries its chunk's CRC: that of its short blocks

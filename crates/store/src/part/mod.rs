@@ -166,7 +166,9 @@ impl Part {
             bytes: len,
             rel_slots,
             fmt,
-            verified: (0..chunks.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            verified: (0..chunks.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             series_range: (first.unwrap_or(1), prev.unwrap_or(0)),
         })
     }
@@ -241,7 +243,11 @@ impl Part {
     pub(crate) fn entries(&self) -> Vec<Entry> {
         let mut out = Vec::new();
         let (chunks, dir) = self.index_parts();
-        for (c, d) in dir.chunks_exact(DIR_LEN).filter_map(DirEntry::decode).enumerate() {
+        for (c, d) in dir
+            .chunks_exact(DIR_LEN)
+            .filter_map(DirEntry::decode)
+            .enumerate()
+        {
             let bytes = chunks.get(d.chunk_rel as usize..).unwrap_or_default();
             let _ = index::decode_chunk(bytes, &d, self.fmt, c as u32, |e| {
                 out.push(e);
@@ -288,7 +294,10 @@ impl Part {
     ) -> Result<(), String> {
         let (word, bit) = ((e.chunk / 64) as usize, 1u64 << (e.chunk % 64));
         let Some(w) = self.verified.get(word) else {
-            return Err(format!("series {}: chunk {} out of range", e.series, e.chunk));
+            return Err(format!(
+                "series {}: chunk {} out of range",
+                e.series, e.chunk
+            ));
         };
         if w.load(Ordering::Relaxed) & bit != 0 {
             return Ok(());
@@ -615,6 +624,70 @@ impl Scan<'_> {
         decode_checked(b, e, rel, slots, values)
     }
 }
+/// Writing and reading whole part files, for the fuzz target (`sumi_store::part_file`).
+pub(crate) mod fuzz {
+    use std::path::{Path, PathBuf};
+
+    use super::format::{Header, Kind};
+    use super::writer::PartWriter;
+    use super::Part;
+
+    /// One series' points as read back: `(slots, values as bits)` or why not.
+    pub type ReadBack = Result<(Vec<i64>, Vec<u64>), String>;
+
+    /// Writes a part of `series` (ids ascending, slots strictly increasing, not empty)
+    /// at `step` and `partition` into `dir` as file id `file_id`, as the store does
+    /// (without its fsync).
+    pub fn write_part(
+        dir: &Path,
+        file_id: u64,
+        step: i64,
+        partition: i64,
+        series: &[(u32, Vec<i64>, Vec<f64>)],
+    ) -> Result<PathBuf, String> {
+        let header = Header {
+            kind: Kind::Direct,
+            level: 0,
+            class: 0,
+            step,
+            partition,
+            width: step.saturating_mul(1 << 20),
+            file_id,
+        };
+        let mut w = PartWriter::create(dir, header).map_err(|e| e.to_string())?;
+        w.sync = false; // a scratch file: no fsync
+        for (id, slots, values) in series {
+            w.add(*id, slots, values).map_err(|e| e.to_string())?;
+        }
+        w.finish().map_err(|e| e.to_string())
+    }
+
+    /// Opens the part at `path` and reads every series it indexes, once through the map
+    /// and once through a sequential scan: `(id, map read, scan read)` in index order, or
+    /// why the part does not open. Never panics on any file.
+    pub fn read_part(path: &Path) -> Result<Vec<(u32, ReadBack, ReadBack)>, String> {
+        let part = Part::open(path).map_err(|e| e.to_string())?;
+        let mut scan = part.scan();
+        let mut out = Vec::new();
+        let mut index = part.index_scan();
+        for e in index.by_ref() {
+            let (mut s, mut v) = (Vec::new(), Vec::new());
+            let map = part
+                .read(&e, &mut s, &mut v)
+                .map(|()| (s, v.iter().map(|x| x.to_bits()).collect()));
+            let (mut s, mut v) = (Vec::new(), Vec::new());
+            let seq = scan
+                .read(&e, &mut s, &mut v)
+                .map(|()| (s, v.iter().map(|x| x.to_bits()).collect()));
+            out.push((e.series, map, seq));
+        }
+        if let Some(err) = index.error {
+            return Err(err);
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::writer::PartWriter;
@@ -658,17 +731,20 @@ mod tests {
         for (id, slots, values) in series {
             let mut b = Vec::new();
             block::encode(h.step, slots, values, &mut b);
-            ib.push(&Entry {
-                series: *id,
-                count: slots.len() as u32,
-                offset: f.len() as u64,
-                len: b.len() as u32,
-                crc: crc32c::crc32c(&b),
-                own_crc: true,
-                chunk: 0,
-                first_slot: slots[0],
-                last_slot: *slots.last().unwrap(),
-            });
+            ib.push(
+                &Entry {
+                    series: *id,
+                    count: slots.len() as u32,
+                    offset: f.len() as u64,
+                    len: b.len() as u32,
+                    crc: crc32c::crc32c(&b),
+                    own_crc: true,
+                    chunk: 0,
+                    first_slot: slots[0],
+                    last_slot: *slots.last().unwrap(),
+                },
+                None,
+            );
             points += slots.len() as u64;
             f.extend_from_slice(&b);
         }
