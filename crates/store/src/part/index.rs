@@ -206,7 +206,7 @@ fn put_slot_delta(out: &mut Vec<u8>, d: i64, step: i64) {
 /// (`(span / step) << 1`), else `1` and then the span.
 fn put_span(out: &mut Vec<u8>, span: u64, step: i64) {
     if let Ok(st) = u64::try_from(step) {
-        if st > 0 && span % st == 0 && span / st < 1 << 63 {
+        if st > 0 && span.is_multiple_of(st) && span / st < 1 << 63 {
             put_varint(out, (span / st) << 1);
             return;
         }
