@@ -93,6 +93,11 @@ pub mod series_log {
     pub use crate::series::log::{decode_series, encode_series};
 }
 
+/// Part files written and read back whole, for the fuzz target (`docs/format/part.md`).
+pub mod part_file {
+    pub use crate::part::fuzz::{read_part, write_part, ReadBack};
+}
+
 #[cfg(test)]
 mod testutil;
 
