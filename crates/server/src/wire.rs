@@ -381,6 +381,7 @@ pub(crate) fn start(
                     consumer: c.consumer.clone(),
                     partitions: c.to_copy.clone(),
                     stop: c.join_stop.clone(),
+                    auth: config.auth.peer_credential(sumi_http::auth::Access::Read),
                 };
                 c.joiner = Some(
                     std::thread::Builder::new()

@@ -280,6 +280,23 @@ impl Store {
         self.inner.index.read().find(pattern)
     }
 
+    /// [`find`](Self::find) that also notes the series of the leaves in `hint`, so
+    /// that a [`plan_fetch_hinted`](Self::plan_fetch_hinted) of these paths need not
+    /// look each name up again among all the names.
+    pub fn find_hinted(&self, pattern: &PathPattern, hint: &mut crate::LeafHint) -> Vec<FindEntry> {
+        let found = self.inner.index.read().find_ids(pattern);
+        let mut ids = Vec::new();
+        let entries = found
+            .into_iter()
+            .map(|(entry, id)| {
+                ids.extend(id);
+                entry
+            })
+            .collect();
+        hint.add(ids);
+        entries
+    }
+
     /// whisper's `fetch(path, from, until, now)`: `None` where whisper returns `None`
     /// (or raises for `from > until`), and for an unknown path.
     pub fn fetch(&self, path: &str, from: i64, until: i64, now: i64) -> Option<Fetched> {

@@ -7,7 +7,7 @@ use common::*;
 use sumi_model::glob::PathPattern;
 use sumi_model::ManualClock;
 use sumi_model::Sink;
-use sumi_store::{FindEntry, Store};
+use sumi_store::{Fetched, FindEntry, Store};
 
 const NOW: i64 = 1_700_000_000; // a multiple of 10 and of 60... and 3600? no: 1_700_000_000 % 3600 = 800
 
@@ -458,6 +458,81 @@ fn fetch_many_matches_fetch() {
     assert!(store
         .fetch_into("missing", NOW - 3600, NOW, NOW, &mut buf)
         .is_none());
+    store.close().unwrap();
+}
+
+/// Every path's answer through `plan`, in path order.
+fn read_all(store: &Store, plan: &sumi_store::FetchPlan, n: usize) -> Vec<Option<Fetched>> {
+    let mut out = vec![None; n];
+    store.read_plan(plan, |i, f| {
+        out[i] = Some(Fetched {
+            start: f.start,
+            end: f.end,
+            step: f.step,
+            values: f.values.to_vec(),
+        });
+    });
+    out
+}
+
+/// The series a find noted are the ones the fetch reads, whatever order and chunks
+/// the paths come in, with series deleted or created again since the find.
+#[test]
+fn a_find_hands_its_series_to_the_fetch() {
+    let dir = TempDir::new("hint");
+    let clock = ManualClock::new(NOW);
+    let store = open(&options(dir.path(), rules("10s:1h", "")), &clock);
+    let names: Vec<String> = (0..3000).map(|i| format!("h.s{i:04}")).collect();
+    let pts: Vec<(&str, i64, f64)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), NOW - 10 * (i as i64 % 50), i as f64))
+        .chain([("g.x", NOW, 1.0), ("h.t", NOW, 2.0)])
+        .collect();
+    append(&store, &pts);
+    let mut hint = sumi_store::LeafHint::default();
+    let found = store.find_hinted(&PathPattern::parse("h.*"), &mut hint);
+    assert_eq!(found, store.find(&PathPattern::parse("h.*")));
+    assert_eq!(found.len(), 3001);
+    let small = store.find_hinted(&PathPattern::parse("g.*"), &mut hint);
+    assert_eq!(small.len(), 1);
+    let check = |paths: &[&str], hint: &mut sumi_store::LeafHint, what: &str| {
+        let plan = store.plan_fetch_hinted(paths, NOW - 3600, NOW, NOW, hint);
+        let got = read_all(&store, &plan, paths.len());
+        for (p, g) in paths.iter().zip(&got) {
+            assert_eq!(g, &store.fetch(p, NOW - 3600, NOW, NOW), "{what}: {p}");
+        }
+        assert_eq!(plan.series(), got.iter().flatten().count(), "{what}");
+    };
+    let all: Vec<&str> = found.iter().map(|e| e.path.as_str()).collect();
+    // in order, a chunk at a time
+    for chunk in all.chunks(700) {
+        check(chunk, &mut hint, "chunks");
+    }
+    assert_eq!(hint.hits(), 3001);
+    // a second pass, then every other path, then backwards, with other names mixed in
+    check(&all, &mut hint, "second pass");
+    assert_eq!(hint.hits(), 2 * 3001);
+    let sparse: Vec<&str> = all
+        .iter()
+        .step_by(2)
+        .copied()
+        .chain(["g.x", "nope"])
+        .collect();
+    check(&sparse, &mut hint, "sparse");
+    let back: Vec<&str> = all.iter().rev().copied().collect();
+    check(&back, &mut hint, "backwards");
+    // deleted since the find; one created again under a new id
+    store
+        .delete_series_named(&["h.s0005", "h.s0006", "h.t"])
+        .unwrap();
+    append(&store, &[("h.s0006", NOW, 66.0)]);
+    check(&all, &mut hint, "after deletes");
+    let again = store.fetch("h.s0006", NOW - 3600, NOW, NOW).unwrap();
+    assert_eq!(
+        again.values.iter().flatten().copied().collect::<Vec<_>>(),
+        [66.0]
+    );
     store.close().unwrap();
 }
 
