@@ -697,6 +697,57 @@ fn close_merges_each_partition_into_one_part() {
     store.close().unwrap();
 }
 
+/// A stop whose merge time is up before the merge could end leaves the parts as they
+/// are: every point reads back after the restart, and compaction merges the parts once
+/// the partition is closed.
+#[test]
+fn a_close_merge_cut_short_keeps_every_point_and_merges_later() {
+    let dir = TempDir::new("close-merge-short");
+    let clock = ManualClock::new(NOW);
+    let mut opts = options(dir.path(), rules("10s:1d", ""));
+    // not zero (that skips the merge outright): the close tries and finds no time left
+    opts.close_merge = std::time::Duration::from_nanos(1);
+    let names: Vec<String> = (0..300)
+        .map(|i| format!("h{}.m{}", i / 10, i % 10))
+        .collect();
+    let store = open(&opts, &clock);
+    flush_three_rounds(&store, &names);
+    append(&store, &[("h0.m0", NOW - 600, -1.0)]); // in the head at the stop
+    let read_all = |store: &Store| -> Vec<_> {
+        names
+            .iter()
+            .map(|p| fetch_bits(store, p, NOW - 3600, NOW, NOW))
+            .collect()
+    };
+    let before = read_all(&store);
+    store.close().unwrap();
+    drop(store);
+    let count_parts = || {
+        std::fs::read_dir(dir.path().join("parts"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "part"))
+            })
+            .count()
+    };
+    assert_eq!(count_parts(), 4, "three flushes and the stop's, unmerged");
+    let store = open(&opts, &clock);
+    assert_eq!(read_all(&store), before);
+    let (_, _, v) = vals(&store, "h0.m0", NOW - 610, NOW - 600, NOW);
+    assert_eq!(v, vec![Some(-1.0)]);
+    store.close().unwrap();
+    drop(store);
+    // once the partition is closed, compaction merges what the stop left
+    let later = ManualClock::new(NOW + 86_400 / 2);
+    let store = open(&opts, &later);
+    store.run_maintenance().unwrap();
+    assert_eq!(read_all(&store), before);
+    store.close().unwrap();
+    drop(store);
+    assert_eq!(count_parts(), 1);
+}
+
 /// A big merge at a stop is cut into series ranges merged on every core (here every
 /// merge counts as big): one part per range, each series in one of them, the values as
 /// before; the parts of one merge are not merged again, by a later stop or by
