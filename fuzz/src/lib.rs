@@ -20,6 +20,7 @@ pub mod gf_meta;
 pub mod glob;
 pub mod import_values;
 pub mod json_bulk;
+pub mod part;
 pub mod pickle;
 pub mod plaintext;
 pub mod relay;
@@ -62,6 +63,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("export_raw", export_raw::export_raw),
     ("gf_meta", gf_meta::gf_meta),
     ("partition_dump", dump::partition_dump),
+    ("part_file", part::part_file),
 ];
 
 /// A target's seed inputs made by code (file name, bytes), for the targets whose inputs
@@ -82,6 +84,7 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("cluster_spill", cluster::spill_seeds),
     ("fanout_fetch", fanout::seeds),
     ("partition_dump", dump::seeds),
+    ("part_file", part::seeds),
     ("anomaly_state", anomaly::seeds),
     ("anomaly_state_file", anomaly::state_file_seeds),
 ];

@@ -44,11 +44,21 @@ pub struct BenchArgs {
     /// globs over every loaded name (0: none).
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub probes: u64,
-    /// After the probes, send this many tagged series
-    /// (`cpu.usage;core=K;dc=dcM;host=hN`, 100 cores a host, 10 data centres) and time
-    /// `seriesByTag` renders and `/tags/findSeries` over them (0: none).
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
-    pub tagged: u64,
+    /// Send the series in Graphite's tagged form (carbon plaintext
+    /// `<prefix>.<metric>;dc=dcK;host=hostNNNNN;role=R`, 10 data centres, 4 roles, the
+    /// same points and values as the plain names), then time `seriesByTag` with three
+    /// expressions (`name=<prefix>.cpu.user`, `dc=dc3`, `host=~host00[0-4].*`) as a
+    /// render and as `/tags/findSeries`, and check the answers hold exactly the series
+    /// the workload says. `--tagged` alone tags every series; `--tagged N` the first N
+    /// (the rest keep their plain names and the find probes); 0: none.
+    #[arg(
+        long,
+        value_name = "N",
+        num_args = 0..=1,
+        default_missing_value = "all",
+        value_parser = parse_tagged
+    )]
+    pub tagged: Option<u64>,
     /// No progress bars; a status line on stderr every 10 s instead (for CI and logs).
     #[arg(long)]
     pub no_progress: bool,
@@ -146,8 +156,6 @@ pub struct Plan {
     pub sample: u64,
     /// Repetitions of each latency probe.
     pub probes: usize,
-    /// Tagged series for the tag probes (0: none).
-    pub tagged: u64,
     /// No progress change for this long ends the run.
     pub stall_timeout: Duration,
     /// Bound of the wait for /health.
@@ -184,6 +192,7 @@ impl Plan {
             last_ts,
             seed: args.seed,
             prefix: args.prefix.clone(),
+            tagged: args.tagged.unwrap_or(0).min(args.series),
         };
         let connections = usize::from(args.connections)
             .min(usize::try_from(workload.hosts()).unwrap_or(usize::MAX));
@@ -193,12 +202,20 @@ impl Plan {
             rate: args.rate,
             sample: args.sample,
             probes: usize::try_from(args.probes).unwrap_or(0),
-            tagged: args.tagged,
             stall_timeout: Duration::from_secs(args.stall_timeout),
             ready_timeout: Duration::from_secs(args.ready_timeout),
             stop_timeout: Duration::from_secs(args.stop_timeout),
         })
     }
+}
+
+/// `--tagged`'s value: a count of series, or `all` (the flag without a value).
+fn parse_tagged(v: &str) -> Result<u64, String> {
+    if v == "all" {
+        return Ok(u64::MAX);
+    }
+    v.parse::<u64>()
+        .map_err(|e| format!("{v:?} is not a count of series: {e}"))
 }
 
 /// A prefix must make valid metric paths: dot-separated non-empty nodes of printable
@@ -248,6 +265,7 @@ mod tests {
         assert_eq!(a.prefix, "bench");
         assert_eq!(a.stall_timeout, 60);
         assert!(a.carbon.is_none() && !a.json && !a.no_progress);
+        assert_eq!(a.tagged, None);
         let plan = Plan::new(&a, 1_700_000_123).expect("valid");
         assert_eq!(plan.workload.last_ts, 1_699_999_520);
         assert_eq!(plan.workload.first_ts(), 1_699_999_520 - 590);
@@ -277,6 +295,23 @@ mod tests {
     fn server_args_may_look_like_flags() {
         let a = parse(&["--server-arg", "--wal-fsync", "--server-arg", "never"]).expect("valid");
         assert_eq!(a.server_args, vec!["--wal-fsync", "never"]);
+    }
+
+    #[test]
+    fn tagged_is_a_switch_or_a_count() {
+        let plan = |argv: &[&str]| {
+            Plan::new(&parse(argv).expect("valid"), 1_700_000_000)
+                .expect("valid")
+                .workload
+                .tagged
+        };
+        assert_eq!(plan(&["--series", "500"]), 0);
+        assert_eq!(plan(&["--series", "500", "--tagged"]), 500);
+        assert_eq!(plan(&["--tagged", "--series", "500"]), 500);
+        assert_eq!(plan(&["--series", "500", "--tagged", "200"]), 200);
+        assert_eq!(plan(&["--series", "500", "--tagged", "900"]), 500);
+        assert_eq!(plan(&["--series", "500", "--tagged", "0"]), 0);
+        assert!(parse(&["--tagged", "x"]).is_err());
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //!   `/render` show it (polled every 2 ms);
 //! - **render**: one sampled series over the whole loaded range (up to a day at 10 s);
 //! - **find**: globs evaluated over every loaded name;
-//! - **tagged** (opt-in, `--tagged N`): N tagged series sent, then `seriesByTag`
-//!   renders and `/tags/findSeries` timed over them.
+//! - **tagged** (with `--tagged`): `seriesByTag` with three expressions timed as a
+//!   render and as `/tags/findSeries`, each answer checked against a plain filter of
+//!   the workload's tagged names.
 //!
 //! Each probe is repeated and reported as a median (and max): the machine is shared.
 
@@ -189,19 +190,36 @@ pub fn find(http_addr: &str, glob: &str, runs: usize) -> Result<Timing, BenchErr
     Ok(summarize(format!("/metrics/find?query={glob}"), ms, size))
 }
 
-/// Cores a host in the tagged probe's series.
-const TAGGED_CORES: u64 = 100;
-/// Data centres in the tagged probe's series.
-const TAGGED_DCS: u64 = 10;
+/// The three expressions of the tagged probe: one metric, one data centre of ten, the
+/// hosts whose name starts `host000`..`host004` (a regex over every host value).
+pub fn tagged_exprs(w: &Workload) -> [String; 3] {
+    let dot = if w.prefix.is_empty() { "" } else { "." };
+    [
+        format!("name={}{dot}cpu.user", w.prefix),
+        "dc=dc3".to_string(),
+        "host=~host00[0-4].*".to_string(),
+    ]
+}
 
-/// The `i`-th series of the tagged probe: host-major, so the last host comes last.
-fn tagged_name(i: u64) -> String {
-    let host = i / TAGGED_CORES;
-    format!(
-        "cpu.usage;core={};dc=dc{};host=h{host}",
-        i % TAGGED_CORES,
-        host % TAGGED_DCS
-    )
+/// The names [`tagged_exprs`] must find, by a plain filter over the workload's tagged
+/// series (metric 0 is `cpu.user`), sorted as graphite-web sorts them.
+pub fn tagged_expected(w: &Workload) -> Vec<String> {
+    let metrics = crate::workload::host_metrics();
+    let mut out: Vec<String> = (0..w.tagged.div_ceil(crate::workload::METRICS_PER_HOST))
+        .map(|host| host * crate::workload::METRICS_PER_HOST)
+        .filter(|&i| i < w.tagged)
+        .map(|i| w.series_name(i, &metrics))
+        .filter(|name| {
+            name.split(';').any(|t| t == "dc=dc3")
+                && name.split(';').any(|t| {
+                    t.strip_prefix("host=host00")
+                        .and_then(|rest| rest.bytes().next())
+                        .is_some_and(|d| (b'0'..=b'4').contains(&d))
+                })
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// Percent-encodes a query parameter value.
@@ -214,58 +232,29 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-/// Sends `count` tagged series (one point each) over carbon, waits until the last
-/// host's series are in the tag index, then times `seriesByTag` renders and
-/// `/tags/findSeries` over them.
-pub fn tagged(
-    carbon: &str,
-    http_addr: &str,
-    count: u64,
-    runs: usize,
-) -> Result<Vec<Timing>, BenchError> {
-    let carbon_err = |e: std::io::Error| BenchError::Http {
-        addr: carbon.to_string(),
-        path: "carbon".to_string(),
-        reason: e.to_string(),
-    };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut stream = TcpStream::connect(carbon).map_err(carbon_err)?;
-    let mut buf = String::with_capacity(1 << 20);
-    for i in 0..count {
-        buf.push_str(&tagged_name(i));
-        buf.push_str(&format!(" 1 {now}\n"));
-        if buf.len() > 1 << 20 {
-            stream.write_all(buf.as_bytes()).map_err(carbon_err)?;
-            buf.clear();
-        }
-    }
-    stream.write_all(buf.as_bytes()).map_err(carbon_err)?;
-    drop(stream);
-    // the last series sent is the last host's last core
-    let last = count.saturating_sub(1);
-    let wait = format!(
-        "/tags/findSeries?expr={}&expr={}",
-        encode(&format!("host=h{}", last / TAGGED_CORES)),
-        encode(&format!("core={}", last % TAGGED_CORES)),
-    );
-    let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        let body = get_ok(http_addr, &wait)?;
-        if serde_json::from_slice::<Vec<String>>(&body).is_ok_and(|v| !v.is_empty()) {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(BenchError::Http {
-                addr: http_addr.to_string(),
-                path: wait,
-                reason: format!("{count} tagged series not indexed after 600 s"),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let exprs = ["name=cpu.usage", "dc=dc3", "host=~h12.*"];
+/// The names in a `/render` JSON answer (`target`) or a `/tags/findSeries` answer
+/// (strings), sorted.
+fn answer_names(body: &[u8]) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let mut names: Vec<String> = v
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .filter_map(|x| x.as_str().or_else(|| x["target"].as_str()))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort_unstable();
+    names
+}
+
+/// Times `seriesByTag` with [`tagged_exprs`] as a `/render` over the loaded range and
+/// as `/tags/findSeries`, each `runs` times; an answer that differs from
+/// [`tagged_expected`] is an error (the bench then says what it got).
+pub fn tagged(http_addr: &str, w: &Workload, runs: usize) -> Result<Vec<Timing>, BenchError> {
+    let exprs = tagged_exprs(w);
+    let expected = tagged_expected(w);
     let target = format!(
         "seriesByTag({})",
         exprs
@@ -274,7 +263,13 @@ pub fn tagged(
             .collect::<Vec<_>>()
             .join(",")
     );
-    let render = format!("/render?target={}&from=-10min&format=json", encode(&target));
+    let render = format!(
+        "/render?target={}&from={}&until={}&format=json",
+        encode(&target),
+        // `from` is exclusive
+        w.first_ts() - 1,
+        w.last_ts
+    );
     let find = format!(
         "/tags/findSeries?{}",
         exprs
@@ -284,22 +279,32 @@ pub fn tagged(
             .join("&")
     );
     let mut out = Vec::new();
-    for (what, path) in [(target.clone(), render), (find.clone(), find)] {
+    for (what, path) in [(target, render), (find.clone(), find)] {
         let mut ms = Vec::with_capacity(runs);
-        let mut size = 0;
+        let mut names = Vec::new();
         for _ in 0..runs.max(1) {
             let t = Instant::now();
             let body = get_ok(http_addr, &path)?;
             ms.push(t.elapsed().as_secs_f64() * 1e3);
-            size = serde_json::from_slice::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| v.as_array().map(Vec::len))
-                .unwrap_or(0);
+            names = answer_names(&body);
+        }
+        if names != expected {
+            return Err(BenchError::Http {
+                addr: http_addr.to_string(),
+                path,
+                reason: format!(
+                    "{} series in the answer, {} expected (first answered {:?}, first expected {:?})",
+                    names.len(),
+                    expected.len(),
+                    names.first(),
+                    expected.first()
+                ),
+            });
         }
         out.push(summarize(
-            format!("{what} over {count} tagged series"),
+            format!("{what} over {} tagged series", w.tagged),
             ms,
-            size,
+            names.len(),
         ));
     }
     Ok(out)
@@ -322,10 +327,44 @@ mod tests {
     }
 
     #[test]
-    fn tagged_names_are_unique_and_host_major() {
-        assert_eq!(tagged_name(0), "cpu.usage;core=0;dc=dc0;host=h0");
-        assert_eq!(tagged_name(123), "cpu.usage;core=23;dc=dc1;host=h1");
+    fn tagged_expected_is_a_plain_filter() {
+        let w = Workload {
+            series: 60_000,
+            points: 1,
+            step_secs: 10,
+            last_ts: 1_700_000_000,
+            seed: 1,
+            prefix: "bench".into(),
+            tagged: 60_000,
+        };
+        let e = tagged_expected(&w);
+        // hosts 0..600, in dc3 (h % 10 == 3) and numbered host000xx..host004xx: 3, 13, ..., 493
+        assert_eq!(e.len(), 50);
+        assert_eq!(e[0], "bench.cpu.user;dc=dc3;host=host00003;role=web");
+        assert_eq!(e[49], "bench.cpu.user;dc=dc3;host=host00493;role=api");
+        assert_eq!(tagged_exprs(&w)[0], "name=bench.cpu.user");
+        assert!(
+            tagged_expected(&Workload {
+                tagged: 350,
+                ..w.clone()
+            })
+            .len()
+                == 1
+        );
+        assert!(tagged_expected(&Workload { tagged: 300, ..w }).is_empty());
         assert_eq!(encode("a=~b c"), "a%3D%7Eb%20c");
+    }
+
+    #[test]
+    fn answer_names_read_render_and_find_series() {
+        assert_eq!(
+            answer_names(
+                br#"[{"target":"b;x=1","datapoints":[]},{"target":"a;x=1","datapoints":[]}]"#
+            ),
+            ["a;x=1", "b;x=1"]
+        );
+        assert_eq!(answer_names(br#"["b;x=1","a;x=1"]"#), ["a;x=1", "b;x=1"]);
+        assert!(answer_names(b"not json").is_empty());
     }
 
     #[test]

@@ -156,22 +156,25 @@ fn run_probes(plan: &Plan, target: &Target, report: &mut Report) -> Result<(), B
             .probes
             .push(crate::probe::render_one(&target.http, w, name, n)?);
     }
+    // the find probes walk the plain names, absent when every series is tagged
     let prefix = &w.prefix;
-    for glob in [
-        format!("{prefix}.host0000*.cpu.*"),
-        format!("{prefix}.*.cpu.user"),
-    ] {
+    let globs = if w.tagged < w.series {
+        vec![
+            format!("{prefix}.host0000*.cpu.*"),
+            format!("{prefix}.*.cpu.user"),
+        ]
+    } else {
+        Vec::new()
+    };
+    for glob in globs {
         report
             .probes
             .push(crate::probe::find(&target.http, &glob, n)?);
     }
-    if plan.tagged > 0 {
-        report.probes.extend(crate::probe::tagged(
-            &target.carbon,
-            &target.http,
-            plan.tagged,
-            n,
-        )?);
+    if w.tagged > 0 {
+        report
+            .probes
+            .extend(crate::probe::tagged(&target.http, w, n)?);
     }
     Ok(())
 }
@@ -182,7 +185,8 @@ fn check_memory(plan: &Plan) -> Result<(), BenchError> {
     let w = &plan.workload;
     // A line is the prefix, about 30 bytes of host and metric path, a value of up to
     // 11 bytes, a 10-digit timestamp and 3 separators.
-    let line_bytes = w.prefix.len() as u64 + 55;
+    // A tagged name is about 30 bytes longer.
+    let line_bytes = w.prefix.len() as u64 + 55 + if w.tagged > 0 { 30 } else { 0 };
     let estimate = w.total_points().saturating_mul(line_bytes);
     let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else {
         return Ok(());

@@ -153,7 +153,15 @@ pub struct Workload {
     pub seed: u64,
     /// First node of every name (`bench` gives `bench.host00000.cpu.user`).
     pub prefix: String,
+    /// The first this many series are sent in Graphite's tagged form instead
+    /// ([`Workload::tagged_name`]); 0: none.
+    pub tagged: u64,
 }
+
+/// Data centres of the tagged series: host `h` is in `dc{h % TAGGED_DCS}`.
+pub const TAGGED_DCS: u64 = 10;
+/// Roles of the tagged series: host `h` has `ROLES[(h / 10) % 4]`.
+pub const TAGGED_ROLES: [&str; 4] = ["web", "api", "db", "cache"];
 
 impl Workload {
     /// Timestamp of the first point.
@@ -192,7 +200,22 @@ impl Workload {
         let metric = metrics
             .get((index % METRICS_PER_HOST) as usize)
             .map_or("unknown", |m| m.name.as_str());
+        if index < self.tagged {
+            return self.tagged_name(host, metric);
+        }
         format!("{}.{metric}", self.host_path(host))
+    }
+
+    /// The tagged name of `metric` of host `host`, tags in canonical (sorted) order:
+    /// `<prefix>.<metric>;dc=dcK;host=hostNNNNN;role=R`.
+    pub fn tagged_name(&self, host: u64, metric: &str) -> String {
+        let dot = if self.prefix.is_empty() { "" } else { "." };
+        let role = TAGGED_ROLES[(host / 10 % TAGGED_ROLES.len() as u64) as usize];
+        format!(
+            "{}{dot}{metric};dc=dc{};host=host{host:05};role={role}",
+            self.prefix,
+            host % TAGGED_DCS
+        )
     }
 
     /// Up to `n` distinct series names spread over the whole range (one per equal slice of
@@ -355,9 +378,17 @@ fn generate_connection(
     for &h in &hosts {
         let n = w.metrics_of_host(h);
         let host_path = w.host_path(h);
+        let first = h * METRICS_PER_HOST;
         let host_names: Vec<Vec<u8>> = metrics[..n]
             .iter()
-            .map(|m| format!("{host_path}.{} ", m.name).into_bytes())
+            .enumerate()
+            .map(|(i, m)| {
+                if first + (i as u64) < w.tagged {
+                    format!("{} ", w.tagged_name(h, &m.name)).into_bytes()
+                } else {
+                    format!("{host_path}.{} ", m.name).into_bytes()
+                }
+            })
             .collect();
         names_len += host_names.iter().map(Vec::len).sum::<usize>();
         series += n as u64;

@@ -383,6 +383,22 @@ impl Auth {
         }
     }
 
+    /// The `Authorization` value this node sends when it asks a peer for `access`
+    /// (every node of a cluster has the same `[auth]`): one of its own tokens that the
+    /// class accepts, an admin token when there is one. `None` when the class is open.
+    pub fn peer_credential(&self, access: Access) -> Option<String> {
+        if !self.guards(access) {
+            return None;
+        }
+        let secret = self
+            .admin
+            .first()
+            .or_else(|| self.own_tokens(access).first())?;
+        // tokens were checked as printable, whitespace-free UTF-8 when configured
+        let token = std::str::from_utf8(&secret.0).ok()?;
+        Some(format!("Bearer {token}"))
+    }
+
     /// Lets a request of class `access` with these headers through, or says why not.
     pub fn check(&self, access: Access, headers: &HeaderMap) -> Result<(), Refusal> {
         if !self.guards(access) {
@@ -572,6 +588,30 @@ mod tests {
             HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
         );
         h
+    }
+
+    #[test]
+    fn a_peer_credential_passes_its_own_check() {
+        let header_of = |c: String| {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, HeaderValue::from_str(&c).unwrap());
+            h
+        };
+        for a in [
+            auth(&[R], &[W], &[A]),
+            auth(&[R], &[], &[]),
+            auth(&[R], &[W], &[]),
+        ] {
+            let c = a.peer_credential(Access::Read).expect("reads are guarded");
+            assert_eq!(a.check(Access::Read, &header_of(c)), Ok(()));
+        }
+        assert_eq!(
+            auth(&[R], &[W], &[A]).peer_credential(Access::Read),
+            Some(format!("Bearer {A}"))
+        );
+        // open reads: nothing to send
+        assert_eq!(auth(&[], &[W], &[A]).peer_credential(Access::Read), None);
+        assert_eq!(Auth::disabled().peer_credential(Access::Read), None);
     }
 
     fn basic(user: &str, password: &str) -> HeaderMap {

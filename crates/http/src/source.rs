@@ -64,6 +64,9 @@ pub struct StoreSource {
     points: AtomicU64,
     /// The server's anomaly detectors, for `anomalyScore` (`None`: none).
     anomalies: Option<Arc<dyn crate::anomaly_api::AnomalyFeed>>,
+    /// The series of the leaves this request's finds answered, so that fetching them
+    /// does not look every name up again among all the names.
+    leaf_hint: parking_lot::Mutex<sumi_store::LeafHint>,
 }
 
 impl StoreSource {
@@ -81,6 +84,7 @@ impl StoreSource {
             held_points: AtomicU64::new(0),
             points: AtomicU64::new(0),
             anomalies: None,
+            leaf_hint: parking_lot::Mutex::new(sumi_store::LeafHint::default()),
         }
     }
 
@@ -144,9 +148,8 @@ impl SeriesSource for StoreSource {
         // globs do not reach the anomaly scores unless they name them
         // (`anomalyScore()` reads them by exact name, not through find)
         let scores = sumi_query::functions::anomaly::pattern_shows_scores(pattern.as_str());
-        Ok(self
-            .store
-            .find(pattern)
+        let found = self.store.find_hinted(pattern, &mut self.leaf_hint.lock());
+        Ok(found
             .into_iter()
             .filter(|e| scores || !sumi_query::functions::anomaly::is_score_path(&e.path))
             .map(|e| FindNode {
@@ -225,7 +228,9 @@ impl StoreSource {
                  targets"
             ))
         })?;
-        let plan = self.store.plan_fetch(paths, from, until, now);
+        let plan =
+            self.store
+                .plan_fetch_hinted(paths, from, until, now, &mut self.leaf_hint.lock());
         let max_points = self.limits.max_points;
         StoreSource::draw(&self.held_points, plan.points(), max_points).map_err(|total| {
             // nothing is read: the series drawn above are not held

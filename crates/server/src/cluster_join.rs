@@ -67,6 +67,9 @@ pub(crate) struct Join {
     pub(crate) consumer: ConsumerSlot,
     pub(crate) partitions: Vec<u32>,
     pub(crate) stop: Arc<AtomicBool>,
+    /// The `Authorization` sent with the dump request when `[auth]` guards reads (the
+    /// peers have the same `[auth]`).
+    pub(crate) auth: Option<String>,
 }
 
 impl Join {
@@ -186,9 +189,13 @@ impl Join {
             .timeout_connect(Duration::from_secs(2))
             .timeout_read(Duration::from_secs(60))
             .build();
-        let resp = agent
+        let mut req = agent
             .post(&format!("http://{http}/internal/v0/partition_dump"))
-            .set("Content-Type", "application/json")
+            .set("Content-Type", "application/json");
+        if let Some(a) = &self.auth {
+            req = req.set("Authorization", a);
+        }
+        let resp = req
             .send_string(&format!("{{\"partition\":{p}}}"))
             .map_err(|e| match e {
                 ureq::Error::Status(code, r) => {

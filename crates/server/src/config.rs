@@ -260,6 +260,7 @@ pub(crate) struct StorageSection {
     pub(crate) lazy_rollups: Option<bool>,
     pub(crate) wal_segment_bytes: Option<u64>,
     pub(crate) max_series: Option<usize>,
+    pub(crate) close_merge: Option<String>,
 }
 
 /// Store knobs from `[storage]` beyond the common ones; `None` keeps the store's
@@ -274,6 +275,8 @@ pub(crate) struct StorageTuning {
     pub(crate) lazy_rollups: Option<bool>,
     pub(crate) wal_segment_bytes: Option<u64>,
     pub(crate) max_series: Option<usize>,
+    /// How long a stop may merge parts (`close_merge = "3500ms"`; `"0s"`: none).
+    pub(crate) close_merge: Option<std::time::Duration>,
     /// From `[carbon]`, where operators look for carbon's `MAX_CREATES_PER_MINUTE`.
     pub(crate) max_new_series_per_minute: Option<u64>,
 }
@@ -301,6 +304,10 @@ impl StorageTuning {
             lazy_rollups: s.lazy_rollups,
             wal_segment_bytes: s.wal_segment_bytes,
             max_series: s.max_series,
+            close_merge: match s.close_merge.as_deref() {
+                Some("0" | "0s" | "0ms") => Some(std::time::Duration::ZERO),
+                _ => dur("close_merge", &s.close_merge)?,
+            },
             max_new_series_per_minute: None,
         })
     }
@@ -327,6 +334,9 @@ impl StorageTuning {
         }
         if let Some(v) = self.max_series {
             o.max_series = v;
+        }
+        if let Some(v) = self.close_merge {
+            o.close_merge = v;
         }
         if let Some(v) = self.max_new_series_per_minute {
             o.max_new_series_per_minute = v;
@@ -995,6 +1005,15 @@ mod tests {
         c.storage_tuning.apply(&mut o);
         assert!(!o.lazy_rollups);
         assert_eq!(o.rollup_grace_secs, 5);
+        for (text, want) in [("\"8s\"", 8_000), ("\"500ms\"", 500), ("\"0s\"", 0)] {
+            let file: FileConfig =
+                toml::from_str(&format!("[storage]\nclose_merge = {text}\n")).unwrap();
+            let c = Config::from_parts(file, &ServeFlags::default()).unwrap();
+            c.storage_tuning.apply(&mut o);
+            assert_eq!(o.close_merge, Duration::from_millis(want), "{text}");
+        }
+        let file: FileConfig = toml::from_str("[storage]\nclose_merge = \"soon\"\n").unwrap();
+        assert!(Config::from_parts(file, &ServeFlags::default()).is_err());
     }
 
     #[test]

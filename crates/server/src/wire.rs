@@ -263,7 +263,7 @@ pub(crate) fn start(
     };
     let sink: Arc<dyn sumi_model::Sink> = match &anomaly {
         Some(engine) => Arc::new(crate::anomaly::AnomalySink {
-            inner: sink,
+            store: store.clone(),
             engine: engine.clone(),
         }),
         None => sink,
@@ -381,6 +381,7 @@ pub(crate) fn start(
                     consumer: c.consumer.clone(),
                     partitions: c.to_copy.clone(),
                     stop: c.join_stop.clone(),
+                    auth: config.auth.peer_credential(sumi_http::auth::Access::Read),
                 };
                 c.joiner = Some(
                     std::thread::Builder::new()

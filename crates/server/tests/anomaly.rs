@@ -434,10 +434,27 @@ fn scores_in_two_parts(between: &str, pts: &[(i64, f64)], split: usize) -> Vec<(
             sumi = start(&data, &cfg);
             assert_eq!(sumi.metric("sumi_anomaly_state_restored_total"), 0.0);
         }
+        // the name leaves its series id; the detector stays with the name
+        "rename" => {
+            let (status, body) = sumi.post_form(
+                "/api/v1/series/rename",
+                &[("from", "app.db.latency"), ("to", "app.old.latency")],
+            );
+            assert_eq!(status, 200, "{body}");
+        }
+        "delete" => {
+            let (status, body) =
+                sumi.post_form("/api/v1/series/delete", &[("target", "app.db.latency")]);
+            assert_eq!(status, 200, "{body}");
+        }
         _ => unreachable!(),
     }
     sumi.send_tcp(lines("app.db.latency", &pts[split..]).as_bytes());
-    let scored_before = if between == "none" { split - 32 } else { 0 };
+    let scored_before = if matches!(between, "none" | "rename" | "delete") {
+        split - 32
+    } else {
+        0
+    };
     sumi.wait_metric(
         "sumi_anomaly_points_scored_total",
         (scored_before + pts.len() - split) as f64,
@@ -472,6 +489,32 @@ fn scores_after_a_restart_equal_scores_without_one() {
         of(&killed),
         "SIGKILL without saved state changed the scores"
     );
+}
+
+/// Detectors are kept by the store's series ids; a rename moves the id to another
+/// name and a delete frees the name for a new id. The detector belongs to the name, as
+/// it did when detectors were kept by name: the points sent to the name afterwards
+/// score exactly as without the rename or the delete.
+#[test]
+fn a_detector_stays_with_its_name_across_a_rename_and_a_delete() {
+    let n = 320;
+    let (_, pts) = series(n, 250);
+    let split = 200;
+    let tail = |s: &[(i64, Option<f64>)]| -> Vec<(i64, Option<u64>)> {
+        s.iter()
+            .filter(|(t, _)| *t >= pts[split].0 && *t <= pts[n - 1].0)
+            .map(|(t, v)| (*t, v.map(f64::to_bits)))
+            .collect()
+    };
+    let straight = tail(&scores_in_two_parts("none", &pts, split));
+    assert_eq!(straight.len(), n - split);
+    assert!(straight
+        .iter()
+        .any(|(_, v)| v.is_some_and(|b| f64::from_bits(b) > 0.6)));
+    for between in ["rename", "delete"] {
+        let after = tail(&scores_in_two_parts(between, &pts, split));
+        assert_eq!(straight, after, "{between} changed the scores");
+    }
 }
 
 #[test]

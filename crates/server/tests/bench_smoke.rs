@@ -1,7 +1,11 @@
 //! A smoke run of `sumi bench` against the real server it starts itself: small enough
 //! for CI, so the load generator, its report and its latency probes cannot rot.
 
+mod common;
+
 use std::process::Command;
+
+use common::{scratch, Sumi};
 
 #[test]
 fn bench_starts_sumi_loads_it_and_reports_every_figure() {
@@ -148,5 +152,162 @@ fn soak_records_rows_and_charts_its_own_metrics() {
             "{png} is not a PNG"
         );
         assert!(bytes.len() > 2_000, "{png} is only {} bytes", bytes.len());
+    }
+}
+
+/// `sumi bench --tagged N` against a running server: the first N series go out in
+/// Graphite's tagged form with every point, the rest plain; the bench's `seriesByTag`
+/// probes find exactly what the workload says; and `seriesByTag` answers (render and
+/// `/tags/findSeries`) equal a plain filter over every tagged name the server holds.
+#[test]
+fn bench_tagged_sends_tagged_series_and_finds_them() {
+    let dir = scratch();
+    let sumi = Sumi::start(&dir.path().join("data"), &["--no-selfmon"]);
+    let (series, tagged, points) = (3_000u64, 2_500u64, 4u64);
+    let out = Command::new(env!("CARGO_BIN_EXE_sumi"))
+        .args(["bench", "--carbon", &sumi.carbon.to_string(), "--http"])
+        .arg(sumi.http.to_string())
+        .args(["--pid", &sumi.pid.to_string()])
+        .args([
+            "--series",
+            &series.to_string(),
+            "--points",
+            &points.to_string(),
+        ])
+        .args(["--tagged", &tagged.to_string()])
+        .args(["--probes", "2", "--no-progress", "--json"])
+        .output()
+        .expect("run sumi bench --tagged");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "sumi bench --tagged failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON report in {stdout}"));
+    let r: serde_json::Value = serde_json::from_str(line).expect("report is JSON");
+    assert_eq!(r["error"], serde_json::Value::Null, "{r}");
+    assert_eq!(r["sent_points"], series * points, "{r}");
+    assert_eq!(r["queryable_reached"], true, "{r}");
+    let probes = r["probes"].as_array().expect("probes");
+    let probe = |what: &str| {
+        probes
+            .iter()
+            .find(|p| p["what"].as_str().is_some_and(|w| w.starts_with(what)))
+            .unwrap_or_else(|| panic!("no {what} probe in {r}"))
+    };
+    // hosts 0..25 are tagged; dc3 and host000xx..host004xx: hosts 3, 13 and 23
+    for what in ["seriesByTag(", "/tags/findSeries?"] {
+        let p = probe(what);
+        assert_eq!(p["answer_size"], 3, "{p}");
+        assert_eq!(p["runs"], 2, "{p}");
+        assert!(p["median_ms"].as_f64().is_some_and(|m| m > 0.0), "{p}");
+    }
+    // the plain series still get the find probes: hosts 25..30
+    assert_eq!(
+        probe("/metrics/find?query=bench.*.cpu.user")["answer_size"],
+        5
+    );
+
+    // every tagged name the server holds, then graphite's tag queries against a plain
+    // filter over them
+    let all: Vec<String> =
+        serde_json::from_value(sumi.get_json("/tags/findSeries?expr=dc%3D~dc.*")).unwrap();
+    assert_eq!(all.len() as u64, tagged);
+    let tag = |name: &str, t: &str| -> Option<String> {
+        let mut parts = name.split(';');
+        let metric = parts.next().unwrap_or_default().to_string();
+        if t == "name" {
+            return Some(metric);
+        }
+        parts.find_map(|kv| kv.strip_prefix(&format!("{t}=")).map(str::to_string))
+    };
+    type Filter = Box<dyn Fn(&str) -> bool>;
+    let cases: Vec<(&[&str], Filter)> = vec![
+        (
+            &["name=bench.cpu.user", "dc=dc3", "host=~host00[0-4].*"],
+            Box::new(move |n: &str| {
+                tag(n, "name").as_deref() == Some("bench.cpu.user")
+                    && tag(n, "dc").as_deref() == Some("dc3")
+                    && tag(n, "host").is_some_and(|h| {
+                        h.strip_prefix("host00")
+                            .is_some_and(|r| r.starts_with(['0', '1', '2', '3', '4']))
+                    })
+            }),
+        ),
+        (
+            &["role=db", "dc!=dc4", "name=~bench.memory.(used|free)$"],
+            Box::new(move |n: &str| {
+                tag(n, "role").as_deref() == Some("db")
+                    && tag(n, "dc").as_deref() != Some("dc4")
+                    && matches!(
+                        tag(n, "name").as_deref(),
+                        Some("bench.memory.used" | "bench.memory.free")
+                    )
+            }),
+        ),
+        (
+            &["host=host00013", "name!=~bench.cpu.*"],
+            Box::new(move |n: &str| {
+                tag(n, "host").as_deref() == Some("host00013")
+                    && !tag(n, "name").is_some_and(|m| m.starts_with("bench.cpu"))
+            }),
+        ),
+    ];
+    let enc = |s: &str| -> String {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    };
+    // graphite's `from` is exclusive
+    let from = r["first_ts"].as_i64().unwrap() - 1;
+    let until = r["last_ts"].as_i64().unwrap();
+    for (exprs, keep) in cases {
+        let mut want: Vec<String> = all.iter().filter(|n| keep(n)).cloned().collect();
+        want.sort();
+        assert!(!want.is_empty(), "{exprs:?} selects nothing");
+        let query: Vec<String> = exprs.iter().map(|e| format!("expr={}", enc(e))).collect();
+        let mut found: Vec<String> =
+            serde_json::from_value(sumi.get_json(&format!("/tags/findSeries?{}", query.join("&"))))
+                .unwrap();
+        found.sort();
+        assert_eq!(found, want, "/tags/findSeries {exprs:?}");
+        let target = format!(
+            "seriesByTag({})",
+            exprs
+                .iter()
+                .map(|e| format!("'{e}'"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let render = sumi.get_json(&format!(
+            "/render?target={}&from={from}&until={until}&format=json",
+            enc(&target)
+        ));
+        let mut rendered: Vec<String> = render
+            .as_array()
+            .expect("render answer")
+            .iter()
+            .map(|s| s["target"].as_str().unwrap().to_string())
+            .collect();
+        rendered.sort();
+        assert_eq!(rendered, want, "{target}");
+        // every tagged series holds every point the bench sent
+        for s in render.as_array().unwrap() {
+            let n = s["datapoints"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| !p[0].is_null())
+                .count();
+            assert_eq!(n as u64, points, "{s}");
+        }
     }
 }

@@ -2,6 +2,8 @@
 //! renaming a series or a subtree. The index work is in `series::admin`; this is the
 //! public face, and the tag index hook.
 
+use std::sync::atomic::Ordering;
+
 use crate::series::Renamed;
 use crate::store::Store;
 use crate::StoreError;
@@ -30,6 +32,7 @@ impl Store {
         let found = idx.matching(patterns);
         let ids: Vec<u32> = found.iter().map(|e| e.0).collect();
         idx.delete(&ids)?;
+        self.inner.name_changes.fetch_add(1, Ordering::AcqRel);
         drop(idx);
         if !found.is_empty() {
             tracing::info!(series = found.len(), patterns = ?patterns, "series deleted");
@@ -46,6 +49,7 @@ impl Store {
         let mut idx = self.inner.index.write();
         let ids: Vec<u32> = idx.named(names).into_iter().map(|e| e.0).collect();
         let n = idx.delete(&ids)?;
+        self.inner.name_changes.fetch_add(1, Ordering::AcqRel);
         drop(idx);
         if n > 0 {
             self.inner.workers.wake();
@@ -67,7 +71,12 @@ impl Store {
             let plan = self.inner.index.read().plan_rename(from, to)?;
             return Ok(plan.into_iter().map(|(_, m)| m).collect());
         }
-        let moved = self.inner.index.write().rename(from, to)?;
+        let moved = {
+            let mut idx = self.inner.index.write();
+            let moved = idx.rename(from, to)?;
+            self.inner.name_changes.fetch_add(1, Ordering::AcqRel);
+            moved
+        };
         tracing::info!(from, to, series = moved.len(), "series renamed");
         Ok(moved)
     }

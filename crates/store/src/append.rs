@@ -21,32 +21,54 @@ impl Sink for Store {
     /// other failure (disk full, head far behind, a failed write or fsync) makes the
     /// store unavailable.
     fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
-        self.write(batch).map_err(|e| match &e {
-            StoreError::NewSeriesRate { retry_after, .. } => SinkError::Throttled {
-                retry_after: *retry_after,
-                reason: e.to_string(),
-            },
-            StoreError::Closed => SinkError::Closed(e.to_string()),
-            _ => SinkError::Unavailable(e.to_string()),
-        })
+        self.write(batch).map_err(sink_error)
+    }
+}
+
+/// The `Sink` face of a store error (see [`Sink for Store`](Store)).
+fn sink_error(e: StoreError) -> SinkError {
+    match &e {
+        StoreError::NewSeriesRate { retry_after, .. } => SinkError::Throttled {
+            retry_after: *retry_after,
+            reason: e.to_string(),
+        },
+        StoreError::Closed => SinkError::Closed(e.to_string()),
+        _ => SinkError::Unavailable(e.to_string()),
     }
 }
 
 impl Store {
     /// [`Sink::append`] with the store's own error.
     pub fn write(&self, batch: &Batch) -> Result<AppendOutcome, StoreError> {
-        self.write_with_now(batch, None)
+        self.write_with_now(batch, None, &mut Vec::new())
+    }
+
+    /// [`Sink::append`] that also gives each point's series id in `ids` (cleared
+    /// first; `u32::MAX` for a point whose series the store refused to create), so a
+    /// caller keeping state per series (the anomaly detectors) needs no second name
+    /// lookup. On `Err`, `ids` means nothing.
+    pub fn append_ids(
+        &self,
+        batch: &Batch,
+        ids: &mut Vec<u32>,
+    ) -> Result<AppendOutcome, SinkError> {
+        self.write_with_now(batch, None, ids).map_err(sink_error)
     }
 
     /// [`Store::write`] with `now` in place of the store's clock for placing the points
     /// (which archive, too old or too new): a node applying a log places each point as
     /// of when the ingest node took it, whatever the delay since.
     pub fn write_at(&self, batch: &Batch, now: i64) -> Result<AppendOutcome, StoreError> {
-        self.write_with_now(batch, Some(now))
+        self.write_with_now(batch, Some(now), &mut Vec::new())
     }
 
-    fn write_with_now(&self, batch: &Batch, now: Option<i64>) -> Result<AppendOutcome, StoreError> {
-        self.inner.append(batch, now).inspect_err(|e| {
+    fn write_with_now(
+        &self,
+        batch: &Batch,
+        now: Option<i64>,
+        ids: &mut Vec<u32>,
+    ) -> Result<AppendOutcome, StoreError> {
+        self.inner.append(batch, now, ids).inspect_err(|e| {
             let m = &self.inner.metrics;
             match e {
                 StoreError::NewSeriesRate { .. } => &m.new_series_throttled,
@@ -210,7 +232,9 @@ impl Inner {
         &self,
         batch: &Batch,
         now: Option<i64>,
+        ids: &mut Vec<u32>,
     ) -> Result<AppendOutcome, StoreError> {
+        ids.clear();
         if self.admission.is_closed() {
             return Err(StoreError::Closed);
         }
@@ -230,8 +254,8 @@ impl Inner {
             )));
         }
         let now = now.unwrap_or_else(|| self.now());
-        let mut ids = Vec::with_capacity(batch.len());
-        self.resolve(batch, &mut ids)?;
+        ids.reserve(batch.len());
+        self.resolve(batch, ids)?;
 
         // place points; the class of each accepted point rides along for the head
         let mut points: Vec<WalPoint> = Vec::with_capacity(batch.len());
@@ -239,7 +263,7 @@ impl Inner {
         {
             let idx = self.index.read();
             let mut cached: Option<(u16, Arc<ClassInfo>)> = None;
-            for ((_, p), &id) in batch.iter().zip(&ids) {
+            for ((_, p), &id) in batch.iter().zip(ids.iter()) {
                 let Some(meta) = idx.meta(id) else {
                     if id == u32::MAX {
                         out.series_limit += 1;

@@ -93,13 +93,18 @@ pub mod series_log {
     pub use crate::series::log::{decode_series, encode_series};
 }
 
+/// Part files written and read back whole, for the fuzz target (`docs/format/part.md`).
+pub mod part_file {
+    pub use crate::part::fuzz::{read_part, write_part, ReadBack};
+}
+
 #[cfg(test)]
 mod testutil;
 
 pub use error::StoreError;
 pub use import::ImportOutcome;
 pub use options::{FsyncPolicy, InvalidFsyncPolicy, StoreOptions};
-pub use read::bulk::{FetchPlan, FetchedRef};
+pub use read::bulk::{FetchPlan, FetchedRef, LeafHint};
 pub use read::Fetched;
 pub use series::{FindEntry, Renamed, MAX_LEVELS};
 pub use store::Store;

@@ -76,6 +76,9 @@ pub(crate) struct Inner {
     pub(crate) parts: PartSet,
     pub(crate) admission: Admission,
     pub(crate) workers: Workers,
+    /// Deletes and renames so far (in this process): a caller keeping its own state by
+    /// series id ([`Store::write_ids`]) checks its ids' names again when this moves.
+    pub(crate) name_changes: std::sync::atomic::AtomicU64,
     _lock_file: fs::File,
 }
 
@@ -257,6 +260,7 @@ impl Store {
             parts: PartSet::new(dir, parts_dir, version, roll, &manifest, next_file_id),
             admission: Admission::new(&opts),
             workers: Workers::new(),
+            name_changes: std::sync::atomic::AtomicU64::new(0),
             opts,
             _lock_file: lock,
         });
@@ -274,6 +278,23 @@ impl Store {
     /// is both), with graphite-web's standard-finder semantics.
     pub fn find(&self, pattern: &PathPattern) -> Vec<FindEntry> {
         self.inner.index.read().find(pattern)
+    }
+
+    /// [`find`](Self::find) that also notes the series of the leaves in `hint`, so
+    /// that a [`plan_fetch_hinted`](Self::plan_fetch_hinted) of these paths need not
+    /// look each name up again among all the names.
+    pub fn find_hinted(&self, pattern: &PathPattern, hint: &mut crate::LeafHint) -> Vec<FindEntry> {
+        let found = self.inner.index.read().find_ids(pattern);
+        let mut ids = Vec::new();
+        let entries = found
+            .into_iter()
+            .map(|(entry, id)| {
+                ids.extend(id);
+                entry
+            })
+            .collect();
+        hint.add(ids);
+        entries
     }
 
     /// whisper's `fetch(path, from, until, now)`: `None` where whisper returns `None`
@@ -332,6 +353,27 @@ impl Store {
         let mut head = Vec::new();
         self.inner
             .fetch_with(path, from, until, now, &mut sc, &mut head, values)
+    }
+
+    /// The id of the live series `name` (ids are dense, from 0, and never reused: a
+    /// deleted series' name comes back under a new id; a renamed series keeps its id).
+    pub fn series_id(&self, name: &str) -> Option<u32> {
+        self.inner.index.read().lookup(name.as_bytes())
+    }
+
+    /// The current name of the live series `id`; `None` for a deleted or unknown id.
+    pub fn series_name(&self, id: u32) -> Option<String> {
+        let idx = self.inner.index.read();
+        idx.meta(id)?;
+        Some(idx.name_of(id).to_string())
+    }
+
+    /// How many deletes and renames this store has done since it opened: state kept by
+    /// series id is checked against [`series_name`](Self::series_name) when it moves.
+    pub fn name_changes(&self) -> u64 {
+        self.inner
+            .name_changes
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Series in the index.

@@ -7,7 +7,7 @@ use common::*;
 use sumi_model::glob::PathPattern;
 use sumi_model::ManualClock;
 use sumi_model::Sink;
-use sumi_store::{FindEntry, Store};
+use sumi_store::{Fetched, FindEntry, Store};
 
 const NOW: i64 = 1_700_000_000; // a multiple of 10 and of 60... and 3600? no: 1_700_000_000 % 3600 = 800
 
@@ -461,6 +461,81 @@ fn fetch_many_matches_fetch() {
     store.close().unwrap();
 }
 
+/// Every path's answer through `plan`, in path order.
+fn read_all(store: &Store, plan: &sumi_store::FetchPlan, n: usize) -> Vec<Option<Fetched>> {
+    let mut out = vec![None; n];
+    store.read_plan(plan, |i, f| {
+        out[i] = Some(Fetched {
+            start: f.start,
+            end: f.end,
+            step: f.step,
+            values: f.values.to_vec(),
+        });
+    });
+    out
+}
+
+/// The series a find noted are the ones the fetch reads, whatever order and chunks
+/// the paths come in, with series deleted or created again since the find.
+#[test]
+fn a_find_hands_its_series_to_the_fetch() {
+    let dir = TempDir::new("hint");
+    let clock = ManualClock::new(NOW);
+    let store = open(&options(dir.path(), rules("10s:1h", "")), &clock);
+    let names: Vec<String> = (0..3000).map(|i| format!("h.s{i:04}")).collect();
+    let pts: Vec<(&str, i64, f64)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), NOW - 10 * (i as i64 % 50), i as f64))
+        .chain([("g.x", NOW, 1.0), ("h.t", NOW, 2.0)])
+        .collect();
+    append(&store, &pts);
+    let mut hint = sumi_store::LeafHint::default();
+    let found = store.find_hinted(&PathPattern::parse("h.*"), &mut hint);
+    assert_eq!(found, store.find(&PathPattern::parse("h.*")));
+    assert_eq!(found.len(), 3001);
+    let small = store.find_hinted(&PathPattern::parse("g.*"), &mut hint);
+    assert_eq!(small.len(), 1);
+    let check = |paths: &[&str], hint: &mut sumi_store::LeafHint, what: &str| {
+        let plan = store.plan_fetch_hinted(paths, NOW - 3600, NOW, NOW, hint);
+        let got = read_all(&store, &plan, paths.len());
+        for (p, g) in paths.iter().zip(&got) {
+            assert_eq!(g, &store.fetch(p, NOW - 3600, NOW, NOW), "{what}: {p}");
+        }
+        assert_eq!(plan.series(), got.iter().flatten().count(), "{what}");
+    };
+    let all: Vec<&str> = found.iter().map(|e| e.path.as_str()).collect();
+    // in order, a chunk at a time
+    for chunk in all.chunks(700) {
+        check(chunk, &mut hint, "chunks");
+    }
+    assert_eq!(hint.hits(), 3001);
+    // a second pass, then every other path, then backwards, with other names mixed in
+    check(&all, &mut hint, "second pass");
+    assert_eq!(hint.hits(), 2 * 3001);
+    let sparse: Vec<&str> = all
+        .iter()
+        .step_by(2)
+        .copied()
+        .chain(["g.x", "nope"])
+        .collect();
+    check(&sparse, &mut hint, "sparse");
+    let back: Vec<&str> = all.iter().rev().copied().collect();
+    check(&back, &mut hint, "backwards");
+    // deleted since the find; one created again under a new id
+    store
+        .delete_series_named(&["h.s0005", "h.s0006", "h.t"])
+        .unwrap();
+    append(&store, &[("h.s0006", NOW, 66.0)]);
+    check(&all, &mut hint, "after deletes");
+    let again = store.fetch("h.s0006", NOW - 3600, NOW, NOW).unwrap();
+    assert_eq!(
+        again.values.iter().flatten().copied().collect::<Vec<_>>(),
+        [66.0]
+    );
+    store.close().unwrap();
+}
+
 #[test]
 fn metrics_page_has_the_required_names() {
     let dir = TempDir::new("metrics");
@@ -620,6 +695,57 @@ fn close_merges_each_partition_into_one_part() {
     let (_, _, v) = vals(&store, "h0.m0", NOW - 610, NOW - 600, NOW);
     assert_eq!(v, vec![Some(-1.0)]);
     store.close().unwrap();
+}
+
+/// A stop whose merge time is up before the merge could end leaves the parts as they
+/// are: every point reads back after the restart, and compaction merges the parts once
+/// the partition is closed.
+#[test]
+fn a_close_merge_cut_short_keeps_every_point_and_merges_later() {
+    let dir = TempDir::new("close-merge-short");
+    let clock = ManualClock::new(NOW);
+    let mut opts = options(dir.path(), rules("10s:1d", ""));
+    // not zero (that skips the merge outright): the close tries and finds no time left
+    opts.close_merge = std::time::Duration::from_nanos(1);
+    let names: Vec<String> = (0..300)
+        .map(|i| format!("h{}.m{}", i / 10, i % 10))
+        .collect();
+    let store = open(&opts, &clock);
+    flush_three_rounds(&store, &names);
+    append(&store, &[("h0.m0", NOW - 600, -1.0)]); // in the head at the stop
+    let read_all = |store: &Store| -> Vec<_> {
+        names
+            .iter()
+            .map(|p| fetch_bits(store, p, NOW - 3600, NOW, NOW))
+            .collect()
+    };
+    let before = read_all(&store);
+    store.close().unwrap();
+    drop(store);
+    let count_parts = || {
+        std::fs::read_dir(dir.path().join("parts"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "part"))
+            })
+            .count()
+    };
+    assert_eq!(count_parts(), 4, "three flushes and the stop's, unmerged");
+    let store = open(&opts, &clock);
+    assert_eq!(read_all(&store), before);
+    let (_, _, v) = vals(&store, "h0.m0", NOW - 610, NOW - 600, NOW);
+    assert_eq!(v, vec![Some(-1.0)]);
+    store.close().unwrap();
+    drop(store);
+    // once the partition is closed, compaction merges what the stop left
+    let later = ManualClock::new(NOW + 86_400 / 2);
+    let store = open(&opts, &later);
+    store.run_maintenance().unwrap();
+    assert_eq!(read_all(&store), before);
+    store.close().unwrap();
+    drop(store);
+    assert_eq!(count_parts(), 1);
 }
 
 /// A big merge at a stop is cut into series ranges merged on every core (here every

@@ -289,6 +289,7 @@ mod tests {
                 last_ts: 0,
                 seed: 1,
                 prefix: "soaktest".into(),
+                tagged: 0,
             },
             new_per_min: 600,
         };

@@ -119,6 +119,7 @@ mod tests {
             last_ts: 0,
             seed: 1,
             prefix: "bench".into(),
+            tagged: 0,
         };
         let p = query_paths(&w);
         assert_eq!(p.len(), 5);

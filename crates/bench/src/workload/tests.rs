@@ -10,6 +10,7 @@ fn workload(series: u64, points: u32) -> Workload {
         last_ts: 1_700_000_000,
         seed: 42,
         prefix: "bench".to_string(),
+        tagged: 0,
     }
 }
 
@@ -238,4 +239,38 @@ fn an_empty_prefix_starts_names_at_the_host() {
         ..workload(1, 1)
     };
     assert_eq!(w.series_name(0, &host_metrics()), "host00000.cpu.user");
+}
+
+#[test]
+fn the_first_tagged_series_go_out_tagged_with_the_same_values() {
+    let plain = workload(250, 3);
+    let tagged = Workload {
+        tagged: 150,
+        ..plain.clone()
+    };
+    let p = parse(&generate(&plain, 2));
+    let t = parse(&generate(&tagged, 2));
+    assert_eq!(t.len(), 250);
+    let metrics = host_metrics();
+    for i in 0..250 {
+        let name = tagged.series_name(i, &metrics);
+        assert_eq!(name.contains(';'), i < 150, "{name}");
+        assert_eq!(
+            t.get(&name),
+            p.get(&plain.series_name(i, &metrics)),
+            "series {i} keeps its points under its tagged name"
+        );
+    }
+    assert_eq!(
+        tagged.series_name(101, &metrics),
+        "bench.cpu.nice;dc=dc1;host=host00001;role=web"
+    );
+    assert_eq!(
+        Workload {
+            prefix: String::new(),
+            ..tagged.clone()
+        }
+        .tagged_name(25, "cpu.user"),
+        "cpu.user;dc=dc5;host=host00025;role=db"
+    );
 }

@@ -10,7 +10,7 @@
 //!   without a stored score scored 0: see `AnomalyFeed::scored_from`).
 //! - Open events of series that stopped sending close after `close_quiet`
 //!   ([`Engine::close_quiet_events`]).
-//! - [`Engine`] holds the detectors (a sharded map, series → detector + event
+//! - [`Engine`] holds the detectors (by the store's series id, series → detector + event
 //!   tracker), the events (open ones and the most recent closed ones), the counters of
 //!   `/metrics`, and the webhook thread's handle.
 //! - State survives restarts: [`sumi_anomaly::state_file`] is the format; [`Engine::save`] saves every detector (and its open event)
@@ -26,7 +26,6 @@ pub(crate) mod rules;
 pub(crate) mod webhook;
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -133,18 +132,30 @@ impl Stats {
     }
 }
 
-/// One shard of the series map.
-/// (foldhash: the map is looked up once per ingested point of every series.)
-type Shard = HashMap<Box<str>, Slot, foldhash::fast::RandomState>;
+/// One shard of the detectors, indexed by the store's series ids: the series whose
+/// `id % SHARDS` is the shard's number, at `id / SHARDS`. The store resolves every
+/// name to its id on append ([`Store::append_ids`]), so a point reaches its detector
+/// without a second name lookup (no hash, no key comparison).
+#[derive(Default)]
+struct Shard {
+    slots: Vec<Slot>,
+}
 
-/// One series' entry in the map.
+/// One series' entry.
+#[derive(Default)]
 enum Slot {
+    /// No point of it seen in this process since its id's name last changed.
+    #[default]
+    Unseen,
     /// No rule watches it (remembered, so rules are matched once per series).
     Unwatched,
     Watched(Box<Watched>),
 }
 
 struct Watched {
+    /// The series' name when the detector took it on (a delete or a rename moves the
+    /// detector to [`Engine::detached`] under this name, where today's name finds it).
+    name: Box<str>,
     rule: usize,
     det: Detector,
     tracker: Tracker,
@@ -166,7 +177,13 @@ struct Book {
 pub(crate) struct Engine {
     rules: Rules,
     shards: Box<[Mutex<Shard>]>,
-    hasher: foldhash::fast::RandomState,
+    /// Watched series that sit at no id: restored ones whose name the store does not
+    /// hold (yet), and those whose id's name a delete or a rename changed. A series
+    /// seen for the first time looks here first, so detectors follow names as they did
+    /// when they were kept by name.
+    detached: Mutex<HashMap<Box<str>, Box<Watched>>>,
+    /// The store's [`Store::name_changes`] when the slots' names were last checked.
+    name_changes: AtomicU64,
     book: Mutex<Book>,
     pub(crate) stats: Arc<Stats>,
     notifier: Option<Notifier>,
@@ -194,13 +211,12 @@ impl Engine {
         let stats = Arc::new(Stats::default());
         let notifier = (!opts.webhooks.urls.is_empty())
             .then(|| Notifier::start(opts.webhooks.clone(), stats.clone()));
-        let shards = (0..SHARDS)
-            .map(|_| Mutex::new(HashMap::default()))
-            .collect();
+        let shards = (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect();
         let engine = Engine {
             rules: opts.rules.clone(),
             shards,
-            hasher: foldhash::fast::RandomState::default(),
+            detached: Mutex::new(HashMap::new()),
+            name_changes: AtomicU64::new(store.name_changes()),
             book: Mutex::new(Book::default()),
             stats,
             notifier,
@@ -214,10 +230,98 @@ impl Engine {
         Ok(engine)
     }
 
-    fn shard(&self, name: &str) -> &Mutex<Shard> {
-        // the high bits: the maps use their own seeds, but keep clear of their low bits
-        let h = self.hasher.hash_one(name);
-        &self.shards[(h >> 58) as usize & (SHARDS - 1)]
+    /// The shard of series `id` and the id's place in it.
+    fn shard_of(&self, id: u32) -> (&Mutex<Shard>, usize) {
+        let id = id as usize;
+        (&self.shards[id & (SHARDS - 1)], id / SHARDS)
+    }
+
+    /// Runs `f` on the detector of the watched series `name`, if there is one.
+    fn with_watched<R>(&self, name: &str, f: impl FnOnce(&mut Watched) -> R) -> Option<R> {
+        if let Some(id) = self.store.series_id(name) {
+            let (shard, i) = self.shard_of(id);
+            let mut sh = shard.lock().expect("shard");
+            if let Some(Slot::Watched(w)) = sh.slots.get_mut(i) {
+                if &*w.name == name {
+                    return Some(f(w));
+                }
+            }
+        }
+        let mut detached = self.detached.lock().expect("detached");
+        detached.get_mut(name).map(|w| f(w))
+    }
+
+    /// Puts a watched series at its id, or among the detached ones when the store
+    /// does not hold its name.
+    fn place(&self, w: Box<Watched>) {
+        match self.store.series_id(&w.name) {
+            Some(id) => {
+                let (shard, i) = self.shard_of(id);
+                let mut sh = shard.lock().expect("shard");
+                if sh.slots.len() <= i {
+                    sh.slots.resize_with(i + 1, Slot::default);
+                }
+                sh.slots[i] = Slot::Watched(w);
+            }
+            None => {
+                self.detached
+                    .lock()
+                    .expect("detached")
+                    .insert(w.name.clone(), w);
+            }
+        }
+    }
+
+    /// After a delete or a rename in the store: every watched series whose id no
+    /// longer has its name is detached (kept under its name), and every unwatched one
+    /// is matched against the rules again at its next point.
+    fn check_names(&self) {
+        let changes = self.store.name_changes();
+        if self.name_changes.swap(changes, Ordering::AcqRel) == changes {
+            return;
+        }
+        for (s, shard) in self.shards.iter().enumerate() {
+            let mut sh = shard.lock().expect("shard");
+            for (i, slot) in sh.slots.iter_mut().enumerate() {
+                let id = (i * SHARDS + s) as u32;
+                let keep = match slot {
+                    Slot::Unseen => true,
+                    Slot::Unwatched => false,
+                    Slot::Watched(w) => self.store.series_name(id).as_deref() == Some(&*w.name),
+                };
+                if keep {
+                    continue;
+                }
+                if let Slot::Watched(w) = std::mem::take(slot) {
+                    self.detached
+                        .lock()
+                        .expect("detached")
+                        .insert(w.name.clone(), w);
+                }
+            }
+        }
+    }
+
+    /// The slot of a series seen for the first time (at this id): its detached
+    /// detector, a new one if a rule watches it, or unwatched.
+    fn first_sight(&self, name: &str, now: i64) -> Slot {
+        if let Some(w) = self.detached.lock().expect("detached").remove(name) {
+            return Slot::Watched(w);
+        }
+        match self.rules.rule_for(name) {
+            None => Slot::Unwatched,
+            Some(rule) => {
+                self.stats.series_watched.fetch_add(1, Ordering::Relaxed);
+                Slot::Watched(Box::new(Watched {
+                    name: name.into(),
+                    rule,
+                    det: Detector::new(self.rules.0[rule].config.clone()),
+                    tracker: Tracker::default(),
+                    needs_history: !self.fresh_store,
+                    last_arrival: now,
+                }))
+            }
+        }
     }
 
     fn state_path(&self) -> PathBuf {
@@ -259,17 +363,14 @@ impl Engine {
                                     .open
                                     .insert(s.name.clone(), e.clone());
                             }
-                            let w = Watched {
+                            self.place(Box::new(Watched {
+                                name: s.name.into_boxed_str(),
                                 rule,
                                 det,
                                 tracker: s.tracker,
                                 needs_history: true,
                                 last_arrival: SystemClock.now(),
-                            };
-                            self.shard(&s.name)
-                                .lock()
-                                .expect("shard")
-                                .insert(s.name.into_boxed_str(), Slot::Watched(Box::new(w)));
+                            }));
                             restored += 1;
                         }
                         Err(e) => {
@@ -316,17 +417,24 @@ impl Engine {
             out.write_all(state::MAGIC)?;
             let (mut series, mut bytes) = (0usize, state::MAGIC.len() as u64);
             let mut record = Vec::new();
+            let mut put = |w: &Watched| -> std::io::Result<()> {
+                record.clear();
+                state::encode_record(&mut record, &w.name, &w.tracker, &w.det.save());
+                out.write_all(&record)?;
+                bytes += record.len() as u64;
+                series += 1;
+                Ok(())
+            };
             for shard in self.shards.iter() {
-                let map = shard.lock().expect("shard");
-                for (name, slot) in map.iter() {
+                let sh = shard.lock().expect("shard");
+                for slot in &sh.slots {
                     if let Slot::Watched(w) = slot {
-                        record.clear();
-                        state::encode_record(&mut record, name, &w.tracker, &w.det.save());
-                        out.write_all(&record)?;
-                        bytes += record.len() as u64;
-                        series += 1;
+                        put(w)?;
                     }
                 }
+            }
+            for w in self.detached.lock().expect("detached").values() {
+                put(w)?;
             }
             out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
             Ok((series, bytes))
@@ -355,35 +463,28 @@ impl Engine {
 
     /// Feeds the points of a batch the store took to their detectors; returns the
     /// scores as a batch of companion series.
-    fn score(&self, batch: &Batch) -> Batch {
+    /// `ids` are the points' series ids from [`Store::append_ids`] (`u32::MAX`: a
+    /// series the store refused to create, not scored).
+    fn score(&self, batch: &Batch, ids: &[u32]) -> Batch {
+        self.check_names();
         let mut scores = Batch::new();
         let now = SystemClock.now();
         let mut score_name = String::new();
         let (mut scored, mut unscored) = (0u64, 0u64);
-        for (name, p) in batch.iter() {
-            if name.starts_with(SCORE_PREFIX) || p.ts > now + self.max_future_secs {
+        for ((name, p), &id) in batch.iter().zip(ids) {
+            if id == u32::MAX || name.starts_with(SCORE_PREFIX) || p.ts > now + self.max_future_secs
+            {
                 continue;
             }
-            let mut map = self.shard(name).lock().expect("shard");
-            let slot = match map.get_mut(name) {
-                Some(s) => s,
-                None => {
-                    let slot = match self.rules.rule_for(name) {
-                        None => Slot::Unwatched,
-                        Some(rule) => {
-                            self.stats.series_watched.fetch_add(1, Ordering::Relaxed);
-                            Slot::Watched(Box::new(Watched {
-                                rule,
-                                det: Detector::new(self.rules.0[rule].config.clone()),
-                                tracker: Tracker::default(),
-                                needs_history: !self.fresh_store,
-                                last_arrival: now,
-                            }))
-                        }
-                    };
-                    map.entry(name.into()).or_insert(slot)
-                }
-            };
+            let (shard, i) = self.shard_of(id);
+            let mut map = shard.lock().expect("shard");
+            if map.slots.len() <= i {
+                map.slots.resize_with(i + 1, Slot::default);
+            }
+            let slot = &mut map.slots[i];
+            if let Slot::Unseen = slot {
+                *slot = self.first_sight(name, now);
+            }
             let Slot::Watched(w) = slot else {
                 continue;
             };
@@ -496,17 +597,15 @@ impl Engine {
             .collect();
         let mut closed = 0;
         for name in open {
-            let e = {
-                let mut map = self.shard(&name).lock().expect("shard");
-                match map.get_mut(name.as_str()) {
-                    Some(Slot::Watched(w))
-                        if now.saturating_sub(w.last_arrival) >= quiet.as_secs() as i64 =>
-                    {
+            let e = self
+                .with_watched(&name, |w| {
+                    if now.saturating_sub(w.last_arrival) >= quiet.as_secs() as i64 {
                         w.tracker.close_now()
+                    } else {
+                        None
                     }
-                    _ => None,
-                }
-            };
+                })
+                .flatten();
             if let Some(e) = e {
                 info!(series = %e.series, id = %e.id, "anomaly event closed: the series sent nothing for {quiet:?}");
                 self.record(Change::Closed(e));
@@ -533,10 +632,7 @@ impl Engine {
 
 impl sumi_http::anomaly_api::AnomalyFeed for Engine {
     fn scored_from(&self, name: &str) -> Option<i64> {
-        match self.shard(name).lock().expect("shard").get(name)? {
-            Slot::Watched(w) => w.det.first_scored(),
-            Slot::Unwatched => None,
-        }
+        self.with_watched(name, |w| w.det.first_scored()).flatten()
     }
 
     fn events(&self, from: i64, until: i64) -> Vec<Event> {
@@ -578,16 +674,17 @@ fn event_from_json(v: &serde_json::Value) -> Option<Event> {
 /// The store behind a sink that scores the points of watched series once the store
 /// has taken them, and stores the scores.
 pub(crate) struct AnomalySink {
-    pub(crate) inner: Arc<dyn Sink>,
+    pub(crate) store: Arc<Store>,
     pub(crate) engine: Arc<Engine>,
 }
 
 impl Sink for AnomalySink {
     fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
-        let outcome = self.inner.append(batch)?;
-        let scores = self.engine.score(batch);
+        let mut ids = Vec::new();
+        let outcome = self.store.append_ids(batch, &mut ids)?;
+        let scores = self.engine.score(batch, &ids);
         if !scores.is_empty() {
-            match self.inner.append(&scores) {
+            match self.store.append(&scores) {
                 Ok(o) => {
                     self.engine
                         .stats

@@ -5,8 +5,9 @@
 
 pub(crate) const MAGIC: &[u8; 8] = b"SUMIPART";
 /// Version 3 stores a block's slots relative to its entry's first slot (version 2:
-/// absolute), which saves 3 bytes a block; both are read.
-pub(crate) const VERSION: u32 = 3;
+/// absolute), which saves 3 bytes a block. Version 4 changes only the index: one CRC a
+/// chunk for its short blocks instead of one a block, slots in steps. All three are read.
+pub(crate) const VERSION: u32 = 4;
 pub(crate) const OLDEST_VERSION: u32 = 2;
 pub(crate) const HEADER_LEN: usize = 64;
 pub(crate) const FOOTER_LEN: usize = 32;
@@ -107,7 +108,12 @@ pub(crate) struct Entry {
     pub(crate) count: u32,
     pub(crate) offset: u64,
     pub(crate) len: u32,
+    /// The block's CRC32C when `own_crc`, else its chunk's (over the chunk's blocks
+    /// that have no CRC of their own, in order; version 4 only).
     pub(crate) crc: u32,
+    pub(crate) own_crc: bool,
+    /// The entry's chunk, numbered from 0 in directory order.
+    pub(crate) chunk: u32,
     pub(crate) first_slot: i64,
     pub(crate) last_slot: i64,
 }

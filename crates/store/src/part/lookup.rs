@@ -95,7 +95,7 @@ impl IndexLookup {
         };
         let bytes = chunks.get(d.chunk_rel as usize..)?;
         let entries = &mut self.entries;
-        let decoded = decode_chunk(bytes, &d, part.header.partition, |e| {
+        let decoded = decode_chunk(bytes, &d, part.index_format(), found as u32, |e| {
             entries.push(e);
             true
         });

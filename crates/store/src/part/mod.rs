@@ -16,12 +16,13 @@ pub(crate) mod writer;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 
 pub(crate) use format::{Entry, Header, Kind};
 use format::{Footer, FOOTER_LEN, HEADER_LEN};
-use index::{DirEntry, CHUNK, DIR_LEN};
+use index::{DirEntry, IndexFormat, CHUNK, DIR_LEN};
 
 use crate::block;
 use crate::StoreError;
@@ -34,8 +35,13 @@ pub(crate) struct Part {
     file: File,
     path: PathBuf,
     pub(crate) bytes: u64,
-    /// Blocks hold slots relative to their entry's first slot (version 3).
+    /// Blocks hold slots relative to their entry's first slot (version 3 and later).
     pub(crate) rel_slots: bool,
+    /// How the index is encoded (version 4: a CRC a chunk, slots in steps).
+    fmt: IndexFormat,
+    /// Version 4: one bit a chunk, set once the CRC of its short blocks matched (checked
+    /// on the first read of one of them after the open, not on every read).
+    verified: Box<[AtomicU64]>,
     /// The smallest and largest series id held (`(1, 0)` for an empty part).
     pub(crate) series_range: (u32, u32),
 }
@@ -68,7 +74,13 @@ impl Part {
         // (SIGBUS), which is the accepted risk of every mmap-based engine.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| StoreError::io("mmap", path, e))?;
         let header = Header::decode(&map).map_err(|d| corrupt(0, d))?;
-        let rel_slots = format::version_of(&map) >= 3;
+        let version = format::version_of(&map);
+        let rel_slots = version >= 3;
+        let fmt = IndexFormat {
+            v4: version >= 4,
+            partition: header.partition,
+            step: header.step,
+        };
         let foot_at = map.len() - FOOTER_LEN;
         let footer = Footer::decode(&map[foot_at..]).map_err(|d| corrupt(foot_at as u64, d))?;
         let chunks = (footer.series_count as usize).div_ceil(CHUNK);
@@ -115,7 +127,7 @@ impl Part {
             }
             let bytes = index.get(d.chunk_rel as usize..dir_at).unwrap_or_default();
             let mut bad = None;
-            let used = index::decode_chunk(bytes, &d, header.partition, |e| {
+            let used = index::decode_chunk(bytes, &d, fmt, c as u32, |e| {
                 if prev.is_some_and(|p| p >= e.series) {
                     bad = Some(format!("index not sorted at series {}", e.series));
                     return false;
@@ -153,6 +165,10 @@ impl Part {
             path: path.to_path_buf(),
             bytes: len,
             rel_slots,
+            fmt,
+            verified: (0..chunks.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             series_range: (first.unwrap_or(1), prev.unwrap_or(0)),
         })
     }
@@ -209,7 +225,7 @@ impl Part {
         let d = first_of(lo.checked_sub(1)?)?;
         let mut found = None;
         let bytes = chunks.get(d.chunk_rel as usize..)?;
-        index::decode_chunk(bytes, &d, self.header.partition, |e| {
+        index::decode_chunk(bytes, &d, self.fmt, (lo - 1) as u32, |e| {
             if e.series >= series {
                 if e.series == series {
                     found = Some(e);
@@ -227,9 +243,13 @@ impl Part {
     pub(crate) fn entries(&self) -> Vec<Entry> {
         let mut out = Vec::new();
         let (chunks, dir) = self.index_parts();
-        for d in dir.chunks_exact(DIR_LEN).filter_map(DirEntry::decode) {
+        for (c, d) in dir
+            .chunks_exact(DIR_LEN)
+            .filter_map(DirEntry::decode)
+            .enumerate()
+        {
             let bytes = chunks.get(d.chunk_rel as usize..).unwrap_or_default();
-            let _ = index::decode_chunk(bytes, &d, self.header.partition, |e| {
+            let _ = index::decode_chunk(bytes, &d, self.fmt, c as u32, |e| {
                 out.push(e);
                 true
             });
@@ -244,10 +264,72 @@ impl Part {
             .map
             .get(start..start + e.len as usize)
             .ok_or_else(|| format!("block of series {} outside the file", e.series))?;
-        if crc32c::crc32c(b) != e.crc {
-            return Err(format!("block crc mismatch for series {}", e.series));
+        if e.own_crc {
+            if crc32c::crc32c(b) != e.crc {
+                return Err(format!("block crc mismatch for series {}", e.series));
+            }
+        } else {
+            self.check_chunk(e, |crc, off, len| {
+                self.map
+                    .get(off as usize..off as usize + len as usize)
+                    .map(|b| crc32c::crc32c_append(crc, b))
+                    .ok_or_else(|| format!("block at {off} outside the file"))
+            })?;
         }
         Ok(b)
+    }
+
+    /// The index format of this part.
+    pub(crate) fn index_format(&self) -> IndexFormat {
+        self.fmt
+    }
+
+    /// Checks, once per open, the CRC of the chunk of `e` (a block without a CRC of its
+    /// own): the CRC32C of the chunk's short blocks, in order; `append(crc, offset, len)`
+    /// reads one block and extends `crc` with it.
+    fn check_chunk(
+        &self,
+        e: &Entry,
+        mut append: impl FnMut(u32, u64, u32) -> Result<u32, String>,
+    ) -> Result<(), String> {
+        let (word, bit) = ((e.chunk / 64) as usize, 1u64 << (e.chunk % 64));
+        let Some(w) = self.verified.get(word) else {
+            return Err(format!(
+                "series {}: chunk {} out of range",
+                e.series, e.chunk
+            ));
+        };
+        if w.load(Ordering::Relaxed) & bit != 0 {
+            return Ok(());
+        }
+        let (chunks, dir) = self.index_parts();
+        let d = dir
+            .get(e.chunk as usize * DIR_LEN..)
+            .and_then(DirEntry::decode)
+            .ok_or_else(|| format!("series {}: chunk {} out of range", e.series, e.chunk))?;
+        let mut short = Vec::with_capacity(d.count as usize);
+        let bytes = chunks.get(d.chunk_rel as usize..).unwrap_or_default();
+        index::decode_chunk(bytes, &d, self.fmt, e.chunk, |x| {
+            if !x.own_crc {
+                short.push((x.offset, x.len));
+            }
+            true
+        })?;
+        let mut crc = 0;
+        for (off, len) in short {
+            crc = append(crc, off, len)?;
+        }
+        if crc != e.crc {
+            return Err(format!(
+                "block crc mismatch for series {} (the CRC of chunk {}, over its blocks \
+                 under {} bytes)",
+                e.series,
+                e.chunk,
+                index::OWN_CRC_MIN
+            ));
+        }
+        w.fetch_or(bit, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Decodes the block of `e`, appending to `slots`/`values`.
@@ -394,7 +476,7 @@ impl IndexScan<'_> {
         self.pending.clear();
         self.pos = 0;
         let pending = &mut self.pending;
-        index::decode_chunk(bytes, &d, self.part.header.partition, |e| {
+        index::decode_chunk(bytes, &d, self.part.fmt, self.next_chunk as u32, |e| {
             pending.push(e);
             true
         })?;
@@ -514,10 +596,17 @@ impl Scan<'_> {
     /// sequential (any order works).
     pub(crate) fn block(&mut self, e: &Entry) -> Result<&[u8], String> {
         let limit = self.part.footer.index_offset;
+        if !e.own_crc {
+            let (part, window) = (self.part, &mut self.window);
+            part.check_chunk(e, |crc, off, len| {
+                let b = window.get(part, off, len as usize, limit)?;
+                Ok(crc32c::crc32c_append(crc, b))
+            })?;
+        }
         let b = self
             .window
             .get(self.part, e.offset, e.len as usize, limit)?;
-        if crc32c::crc32c(b) != e.crc {
+        if e.own_crc && crc32c::crc32c(b) != e.crc {
             return Err(format!("block crc mismatch for series {}", e.series));
         }
         Ok(b)
@@ -535,6 +624,70 @@ impl Scan<'_> {
         decode_checked(b, e, rel, slots, values)
     }
 }
+/// Writing and reading whole part files, for the fuzz target (`sumi_store::part_file`).
+pub(crate) mod fuzz {
+    use std::path::{Path, PathBuf};
+
+    use super::format::{Header, Kind};
+    use super::writer::PartWriter;
+    use super::Part;
+
+    /// One series' points as read back: `(slots, values as bits)` or why not.
+    pub type ReadBack = Result<(Vec<i64>, Vec<u64>), String>;
+
+    /// Writes a part of `series` (ids ascending, slots strictly increasing, not empty)
+    /// at `step` and `partition` into `dir` as file id `file_id`, as the store does
+    /// (without its fsync).
+    pub fn write_part(
+        dir: &Path,
+        file_id: u64,
+        step: i64,
+        partition: i64,
+        series: &[(u32, Vec<i64>, Vec<f64>)],
+    ) -> Result<PathBuf, String> {
+        let header = Header {
+            kind: Kind::Direct,
+            level: 0,
+            class: 0,
+            step,
+            partition,
+            width: step.saturating_mul(1 << 20),
+            file_id,
+        };
+        let mut w = PartWriter::create(dir, header).map_err(|e| e.to_string())?;
+        w.sync = false; // a scratch file: no fsync
+        for (id, slots, values) in series {
+            w.add(*id, slots, values).map_err(|e| e.to_string())?;
+        }
+        w.finish().map_err(|e| e.to_string())
+    }
+
+    /// Opens the part at `path` and reads every series it indexes, once through the map
+    /// and once through a sequential scan: `(id, map read, scan read)` in index order, or
+    /// why the part does not open. Never panics on any file.
+    pub fn read_part(path: &Path) -> Result<Vec<(u32, ReadBack, ReadBack)>, String> {
+        let part = Part::open(path).map_err(|e| e.to_string())?;
+        let mut scan = part.scan();
+        let mut out = Vec::new();
+        let mut index = part.index_scan();
+        for e in index.by_ref() {
+            let (mut s, mut v) = (Vec::new(), Vec::new());
+            let map = part
+                .read(&e, &mut s, &mut v)
+                .map(|()| (s, v.iter().map(|x| x.to_bits()).collect()));
+            let (mut s, mut v) = (Vec::new(), Vec::new());
+            let seq = scan
+                .read(&e, &mut s, &mut v)
+                .map(|()| (s, v.iter().map(|x| x.to_bits()).collect()));
+            out.push((e.series, map, seq));
+        }
+        if let Some(err) = index.error {
+            return Err(err);
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::writer::PartWriter;
@@ -569,20 +722,29 @@ mod tests {
         f[8..12].copy_from_slice(&2u32.to_le_bytes());
         let crc = crc32c::crc32c(&f[..60]);
         f[60..64].copy_from_slice(&crc.to_le_bytes());
-        let mut ib = index::IndexBuilder::new(h.partition);
+        let mut ib = index::IndexBuilder::new(IndexFormat {
+            v4: false,
+            partition: h.partition,
+            step: h.step,
+        });
         let mut points = 0;
         for (id, slots, values) in series {
             let mut b = Vec::new();
             block::encode(h.step, slots, values, &mut b);
-            ib.push(&Entry {
-                series: *id,
-                count: slots.len() as u32,
-                offset: f.len() as u64,
-                len: b.len() as u32,
-                crc: crc32c::crc32c(&b),
-                first_slot: slots[0],
-                last_slot: *slots.last().unwrap(),
-            });
+            ib.push(
+                &Entry {
+                    series: *id,
+                    count: slots.len() as u32,
+                    offset: f.len() as u64,
+                    len: b.len() as u32,
+                    crc: crc32c::crc32c(&b),
+                    own_crc: true,
+                    chunk: 0,
+                    first_slot: slots[0],
+                    last_slot: *slots.last().unwrap(),
+                },
+                None,
+            );
             points += slots.len() as u64;
             f.extend_from_slice(&b);
         }
@@ -700,7 +862,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("index crc"));
-        // a flipped byte in a block fails only that block's read
+        // a flipped byte in a short block fails the reads of its chunk's short blocks
+        // (version 4: one CRC a chunk for them), through the map and through a scan, and
+        // of nothing else
         let mut bad = good.clone();
         bad[HEADER_LEN + 3] ^= 1;
         std::fs::write(&p, &bad).unwrap();
@@ -710,7 +874,13 @@ mod tests {
         assert!(part.read(&e, &mut s, &mut v).is_err());
         assert!(s.is_empty());
         let e = part.entry(3).unwrap();
+        let err = part.read(&e, &mut s, &mut v).unwrap_err();
+        assert!(err.contains("the CRC of chunk 0"), "{err}");
+        assert!(part.scan().read(&e, &mut s, &mut v).is_err());
+        assert!(s.is_empty());
+        let e = part.entry(64 * 3).unwrap();
         part.read(&e, &mut s, &mut v).unwrap();
+        part.scan().read(&e, &mut s, &mut v).unwrap();
         // truncated files fail
         std::fs::write(&p, &good[..good.len() - 1]).unwrap();
         assert!(Part::open(&p).is_err());

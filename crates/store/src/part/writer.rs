@@ -7,7 +7,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::format::{Entry, Footer, Header, HEADER_LEN};
-use super::index::IndexBuilder;
+use super::index::{IndexBuilder, IndexFormat, OWN_CRC_MIN};
 use crate::block;
 use crate::StoreError;
 
@@ -29,6 +29,8 @@ pub(crate) struct PartWriter {
     buf: Vec<u8>,
     rel: Vec<i64>,
     finished: bool,
+    /// Whether `finish` fsyncs (always, except for the fuzz target's scratch parts).
+    pub(crate) sync: bool,
 }
 
 impl PartWriter {
@@ -48,7 +50,11 @@ impl PartWriter {
             out,
             tmp,
             path,
-            index: IndexBuilder::new(header.partition),
+            index: IndexBuilder::new(IndexFormat {
+                v4: true,
+                partition: header.partition,
+                step: header.step,
+            }),
             header,
             offset: HEADER_LEN as u64,
             points: 0,
@@ -57,6 +63,7 @@ impl PartWriter {
             buf: Vec::new(),
             rel: Vec::new(),
             finished: false,
+            sync: true,
         })
     }
 
@@ -123,19 +130,29 @@ impl PartWriter {
         let len = u32::try_from(bytes.len()).map_err(|_| {
             StoreError::corrupt("part block", &self.tmp, self.offset, "block over 4 GiB")
         })?;
-        let crc = crc32c::crc32c(bytes);
+        // version 4: a short block's CRC is its chunk's, appended by the index
+        let crc = if len >= OWN_CRC_MIN {
+            crc32c::crc32c(bytes)
+        } else {
+            0
+        };
         self.out
             .write_all(bytes)
             .map_err(|e| StoreError::io("write", &self.tmp, e))?;
-        self.index.push(&Entry {
-            series,
-            count,
-            offset: self.offset,
-            len,
-            crc,
-            first_slot: first,
-            last_slot: last,
-        });
+        self.index.push(
+            &Entry {
+                series,
+                count,
+                offset: self.offset,
+                len,
+                crc,
+                own_crc: true,
+                chunk: 0,
+                first_slot: first,
+                last_slot: last,
+            },
+            Some(bytes),
+        );
         self.offset += u64::from(len);
         self.points += u64::from(count);
         self.count += 1;
@@ -145,7 +162,12 @@ impl PartWriter {
 
     /// Writes the index and footer, fsyncs and renames. Returns the final path.
     pub(crate) fn finish(mut self) -> Result<PathBuf, StoreError> {
-        let index = std::mem::replace(&mut self.index, IndexBuilder::new(0)).finish();
+        let fmt = IndexFormat {
+            v4: true,
+            partition: 0,
+            step: 0,
+        };
+        let index = std::mem::replace(&mut self.index, IndexBuilder::new(fmt)).finish();
         let footer = Footer {
             index_offset: self.offset,
             points: self.points,
@@ -158,10 +180,12 @@ impl PartWriter {
             .and_then(|_| self.out.write_all(&footer.encode()))
             .and_then(|_| self.out.flush())
             .map_err(|e| StoreError::io("write", &tmp, e))?;
-        self.out
-            .get_ref()
-            .sync_all()
-            .map_err(|e| StoreError::io("fsync", &tmp, e))?;
+        if self.sync {
+            self.out
+                .get_ref()
+                .sync_all()
+                .map_err(|e| StoreError::io("fsync", &tmp, e))?;
+        }
         fs::rename(&self.tmp, &self.path).map_err(|e| StoreError::io("rename", &tmp, e))?;
         self.finished = true;
         Ok(self.path.clone())

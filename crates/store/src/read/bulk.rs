@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::head::FrozenGen;
 use crate::read::{whisper_window, Fetched, Scratch, SeriesView};
-use crate::series::{ClassInfo, SeriesMeta};
+use crate::series::{ClassInfo, SeriesIndex, SeriesMeta};
 use crate::store::{Inner, Store};
 use crate::version::{RollState, Version};
 
@@ -80,6 +80,20 @@ impl Store {
     /// [`fetch`](Self::fetch)) without reading any data. Unknown paths and paths whose
     /// retention does not cover the range are left out.
     pub fn plan_fetch(&self, paths: &[&str], from: i64, until: i64, now: i64) -> FetchPlan {
+        self.plan_fetch_hinted(paths, from, until, now, &mut LeafHint::default())
+    }
+
+    /// [`plan_fetch`](Self::plan_fetch) taking the series of paths that
+    /// [`find_hinted`](Self::find_hinted) noted in `hint` from there (checked against
+    /// the series' name) rather than from the index of all names. The plan is the same.
+    pub fn plan_fetch_hinted(
+        &self,
+        paths: &[&str],
+        from: i64,
+        until: i64,
+        now: i64,
+        hint: &mut LeafHint,
+    ) -> FetchPlan {
         let mut plan = FetchPlan {
             from,
             until,
@@ -98,7 +112,10 @@ impl Store {
                 let Ok(path) = u32::try_from(base + k) else {
                     break;
                 };
-                let Some(id) = idx.lookup(name.as_bytes()) else {
+                let Some(id) = hint
+                    .id_of(&idx, name.as_bytes())
+                    .or_else(|| idx.lookup(name.as_bytes()))
+                else {
                     continue;
                 };
                 let Some(meta) = idx.meta(id) else { continue };
@@ -123,6 +140,70 @@ impl Store {
     /// ascending series id order (not path order).
     pub fn read_plan(&self, plan: &FetchPlan, mut each: impl FnMut(usize, FetchedRef<'_>)) {
         self.inner.read_plan(plan, &mut each);
+    }
+}
+
+/// Leaves found by [`Store::find_hinted`] fewer than this are not noted: a small
+/// find's names are looked up quickly enough.
+const HINT_MIN: usize = 1024;
+
+/// The series of the leaves a request's finds answered, as runs in path order (one a
+/// find), for that request's fetches of those paths ([`Store::plan_fetch_hinted`]).
+/// Fetches ask for paths in ascending order (a chunk at a time), so each run keeps a
+/// cursor and a path costs a comparison with the name of the series at the cursor,
+/// not a hash lookup among all names. 4 bytes a leaf.
+#[derive(Default)]
+pub struct LeafHint {
+    /// `(series ids in path order, cursor)`.
+    runs: Vec<(Vec<u32>, usize)>,
+    /// The path asked for last: one before it starts a new pass.
+    last: Vec<u8>,
+    hits: u64,
+}
+
+impl LeafHint {
+    /// Notes a find's leaves (their series, in path order).
+    pub(crate) fn add(&mut self, ids: Vec<u32>) {
+        if ids.len() >= HINT_MIN {
+            self.runs.push((ids, 0));
+        }
+    }
+
+    /// Paths whose series came from here rather than from the index of all names.
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+
+    /// The live series named `name` if a run holds it.
+    fn id_of(&mut self, idx: &SeriesIndex, name: &[u8]) -> Option<u32> {
+        if self.runs.is_empty() {
+            return None;
+        }
+        // a path before the previous one: a new pass, each cursor found by bisection
+        let restart = name < self.last.as_slice();
+        self.last.clear();
+        self.last.extend_from_slice(name);
+        for (ids, cursor) in &mut self.runs {
+            let name_at = |i: usize| ids.get(i).map(|&id| idx.name_bytes(id));
+            if restart {
+                *cursor = ids.partition_point(|&id| idx.name_bytes(id) < name);
+            }
+            // paths come in order: the cursor moves forward past names not asked for
+            while name_at(*cursor).is_some_and(|n| n < name) {
+                *cursor += 1;
+            }
+            if name_at(*cursor) == Some(name) {
+                let id = ids.get(*cursor).copied()?;
+                *cursor += 1;
+                // a series deleted since the find (and maybe created again under
+                // another id) is looked up as before
+                if idx.meta(id).is_some() {
+                    self.hits += 1;
+                    return Some(id);
+                }
+            }
+        }
+        None
     }
 }
 

@@ -351,6 +351,11 @@ impl SeriesIndex {
         &self.classes
     }
 
+    /// The name of series `id` (empty for an unknown id).
+    pub(crate) fn name_bytes(&self, id: u32) -> &[u8] {
+        self.names.get_bytes(id)
+    }
+
     #[cfg(test)]
     pub(crate) fn name(&self, id: u32) -> &str {
         std::str::from_utf8(self.names.get_bytes(id)).unwrap_or_default()
@@ -439,22 +444,39 @@ impl SeriesIndex {
     /// finder hashes the pattern as written, so tags in another order find nothing),
     /// answered as a leaf under the pattern itself.
     pub(crate) fn find(&self, pattern: &PathPattern) -> Vec<FindEntry> {
+        self.find_ids(pattern)
+            .into_iter()
+            .map(|(entry, _)| entry)
+            .collect()
+    }
+
+    /// [`find`](Self::find) with the series of each leaf (`None` for a branch).
+    pub(crate) fn find_ids(&self, pattern: &PathPattern) -> Vec<(FindEntry, Option<u32>)> {
         let raw = pattern.as_str();
         if raw.contains(';') && !raw.starts_with("_tagged.") {
             return self
                 .lookup(raw.as_bytes())
                 .filter(|&id| self.meta(id).is_some())
-                .map(|_| FindEntry {
-                    path: raw.to_string(),
-                    is_leaf: true,
+                .map(|id| {
+                    let entry = FindEntry {
+                        path: raw.to_string(),
+                        is_leaf: true,
+                    };
+                    (entry, Some(id))
                 })
                 .into_iter()
                 .collect();
         }
         self.tree
-            .find(pattern)
+            .find_ids(pattern)
             .into_iter()
-            .map(|(path, is_leaf)| FindEntry { path, is_leaf })
+            .map(|(path, leaf)| {
+                let entry = FindEntry {
+                    path,
+                    is_leaf: leaf.is_some(),
+                };
+                (entry, leaf)
+            })
             .collect()
     }
 

@@ -31,6 +31,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use regex::Regex;
 use sumi_model::tagged::parse_carbon;
 
@@ -164,6 +167,11 @@ struct TagEntry {
     local: HashMap<u32, u32, foldhash::fast::FixedState>,
     /// (global value id, sorted series ids).
     postings: Vec<(u32, Vec<u32>)>,
+    /// The local indexes of `postings` ordered by value, built by the first regex query
+    /// with a literal prefix after a new value (4 bytes a value): the values a prefix
+    /// allows are then one range of it, and the regex runs over that range only
+    /// (`host=~host00[0-4].*` over 100,000 hosts tests 1,000 of them).
+    sorted: Mutex<Option<Arc<Vec<u32>>>>,
 }
 
 impl TagEntry {
@@ -171,8 +179,49 @@ impl TagEntry {
         TagEntry {
             local: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0x7a6)),
             postings: Vec::new(),
+            sorted: Mutex::new(None),
         }
     }
+
+    /// [`sorted`](Self::sorted), built when missing.
+    fn sorted(&self, values: &Names) -> Arc<Vec<u32>> {
+        let mut cached = self.sorted.lock();
+        if let Some(s) = &*cached {
+            return Arc::clone(s);
+        }
+        let mut order: Vec<u32> = (0..self.postings.len() as u32).collect();
+        let value = |l: &u32| {
+            self.postings
+                .get(*l as usize)
+                .map_or(&[][..], |(g, _)| values.get_bytes(*g))
+        };
+        order.sort_unstable_by(|a, b| value(a).cmp(value(b)));
+        let order = Arc::new(order);
+        *cached = Some(Arc::clone(&order));
+        order
+    }
+}
+
+/// A literal every match of graphite's anchored `spec` starts with (possibly empty):
+/// the characters before the first one with a meaning in a regex, less the last when
+/// a quantifier follows it. Conservative: a `|` anywhere gives none.
+fn literal_prefix(spec: &str) -> &str {
+    let body = spec.strip_prefix('^').unwrap_or(spec);
+    if body.contains('|') {
+        return "";
+    }
+    let meta = |c: char| "\\.+*?()[]{}^$|".contains(c);
+    let end = body.find(meta).unwrap_or(body.len());
+    let quantified = body[end..].starts_with(['?', '*', '{']);
+    let mut prefix = &body[..end];
+    if quantified {
+        // the quantifier applies to the last character only
+        prefix = prefix
+            .char_indices()
+            .last()
+            .map_or("", |(i, _)| &prefix[..i]);
+    }
+    prefix
 }
 
 /// The in-memory tag index (see the module documentation).
@@ -311,6 +360,7 @@ impl TagIndex {
             let local = *entry.local.entry(gid).or_insert(next);
             if local == next {
                 entry.postings.push((gid, Vec::new()));
+                *entry.sorted.get_mut() = None;
             }
             let Some((_, list)) = entry.postings.get_mut(local as usize) else {
                 continue;
@@ -406,20 +456,20 @@ impl TagIndex {
         let entry = tag.and_then(|t| self.entries.get(t as usize));
         let values = entry.map(|en| en.postings.as_slice()).unwrap_or_default();
         let value = |gid: u32| Self::str_of(&self.values, gid);
+        // `=` and `!=` single out one value: looked up, not compared with every value
+        let single = |spec: &str| {
+            let gid = self.values.find(spec.as_bytes());
+            entry.zip(gid).and_then(|(en, g)| en.local.get(&g).copied())
+        };
         let (missing_ok, ok): (bool, Vec<bool>) = match e.op {
-            TagOp::Eq => {
+            TagOp::Eq | TagOp::Ne => {
                 let spec = e.spec.as_str();
-                (
-                    spec.is_empty(),
-                    values.iter().map(|&(g, _)| value(g) == spec).collect(),
-                )
-            }
-            TagOp::Ne => {
-                let spec = e.spec.as_str();
-                (
-                    !spec.is_empty(),
-                    values.iter().map(|&(g, _)| value(g) != spec).collect(),
-                )
+                let eq = e.op == TagOp::Eq;
+                let mut ok = vec![!eq; values.len()];
+                if let Some(slot) = single(spec).and_then(|l| ok.get_mut(l as usize)) {
+                    *slot = eq;
+                }
+                (spec.is_empty() == eq, ok)
             }
             TagOp::Match | TagOp::NotMatch => {
                 let spec = anchored(&e.spec);
@@ -431,13 +481,37 @@ impl TagIndex {
                 let negate = e.op == TagOp::NotMatch;
                 let missing_ok = empty != negate;
                 let re = if missing_ok { &at_start } else { &search };
-                (
-                    missing_ok,
-                    values
-                        .iter()
-                        .map(|&(g, _)| re.is_match(value(g)) != negate)
-                        .collect(),
-                )
+                let prefix = literal_prefix(&e.spec);
+                let mut ok = vec![negate; values.len()];
+                match entry {
+                    // only the values starting with the prefix can match: one range
+                    // of the values in order
+                    Some(en) if !prefix.is_empty() => {
+                        let order = en.sorted(&self.values);
+                        let bytes = |l: u32| {
+                            values
+                                .get(l as usize)
+                                .map_or(&[][..], |&(g, _)| self.values.get_bytes(g))
+                        };
+                        let from = order.partition_point(|&l| bytes(l) < prefix.as_bytes());
+                        for &l in order.get(from..).unwrap_or_default() {
+                            let v = bytes(l);
+                            if !v.starts_with(prefix.as_bytes()) {
+                                break;
+                            }
+                            if let Some(slot) = ok.get_mut(l as usize) {
+                                *slot = re.is_match(std::str::from_utf8(v).unwrap_or_default())
+                                    != negate;
+                            }
+                        }
+                    }
+                    _ => {
+                        for (slot, &(g, _)) in ok.iter_mut().zip(values) {
+                            *slot = re.is_match(value(g)) != negate;
+                        }
+                    }
+                }
+                (missing_ok, ok)
             }
         };
         Ok(Accept {
@@ -608,6 +682,7 @@ impl TagIndex {
                 .iter()
                 .map(|(_, l)| l.capacity() * 4)
                 .sum::<usize>();
+            n += e.sorted.lock().as_ref().map_or(0, |s| s.capacity() * 4);
         }
         n
     }

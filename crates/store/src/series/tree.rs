@@ -2,20 +2,32 @@
 //! children reachable both by a linked list (to scan for a wildcard) and by a hash of
 //! `(parent, name)` (to look a literal name up without scanning).
 //!
+//! A node with many children also gets, the first time a wildcard scans it, a sorted
+//! array of its children (by name), kept until its children change: a wildcard with a
+//! literal prefix (`host0000*`) then visits only the children in that prefix's range
+//! (binary search), and a lone `*` visits them in name order, so the answer comes out
+//! already sorted.
+//!
 //! `find` follows graphite-web 1.1's `StandardFinder._find_paths` over a directory of
 //! whisper files: a node with children is a directory (branch), a node that is a series
 //! is a `.wsp` file (leaf); a path can be both and then yields both.
 
+use std::collections::HashMap;
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
+use parking_lot::Mutex;
 use sumi_model::glob::{NodePattern, PathPattern};
 
 use super::names::Names;
 
 const NONE: u32 = u32::MAX;
 const ROOT: u32 = 0;
+/// Children a node needs before a wildcard scan sorts them into an array: below it the
+/// linked list is as fast and the array is not worth its memory.
+const SORTED_MIN: usize = 64;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -33,7 +45,16 @@ enum Step<'p> {
     Syms(Vec<u32>),
     /// Literal text and `*` only: matched on bytes without allocating.
     Stars(StarGlob),
-    Glob(&'p NodePattern),
+    /// The general pattern and the literal text every name it matches starts with.
+    Glob(&'p NodePattern, Vec<u8>),
+}
+
+/// The literal text every name matched by the node pattern `text` (backslashes
+/// removed, as [`PathPattern`] parses it) starts with: everything before the first
+/// `*`, `?`, `[` or `{`.
+fn literal_prefix(text: &str) -> &[u8] {
+    let end = text.find(['*', '?', '[', '{']).unwrap_or(text.len());
+    text.as_bytes().get(..end).unwrap_or_default()
 }
 
 /// A node pattern made of literal runs separated by `*` (`host*`, `*`, `*_bytes`,
@@ -53,6 +74,11 @@ impl StarGlob {
         Some(StarGlob {
             parts: text.split('*').map(|p| p.as_bytes().to_vec()).collect(),
         })
+    }
+
+    /// The literal text before the first `*`.
+    fn prefix(&self) -> &[u8] {
+        self.parts.first().map_or(&[], Vec::as_slice)
     }
 
     fn matches(&self, name: &[u8]) -> bool {
@@ -104,6 +130,12 @@ pub(crate) struct Tree {
     /// Nodes unlinked by [`Tree::remove_many`]: their slots stay in `nodes` (ids are
     /// indexes) but no parent reaches them.
     dead: usize,
+    /// The children of wide nodes (at least [`SORTED_MIN`]) sorted by name, built by the
+    /// first wildcard scan of the node and dropped when its children change.
+    sorted: Mutex<HashMap<u32, Arc<[u32]>>>,
+    /// Wide nodes get sorted children (off: always the plain list scan, the tests'
+    /// reference).
+    sort_wide: bool,
 }
 
 impl Default for Tree {
@@ -119,6 +151,8 @@ impl Default for Tree {
             syms: Names::default(),
             state: FixedState::with_seed(0x7ee),
             dead: 0,
+            sorted: Mutex::new(HashMap::new()),
+            sort_wide: true,
         }
     }
 }
@@ -209,6 +243,7 @@ impl Tree {
         if let Some(c) = self.child(cur, sym) {
             return c;
         }
+        self.children_changed(cur);
         let id = self.nodes.len() as u32;
         let first = self.nodes.get(cur as usize).map_or(NONE, |n| n.first_child);
         self.nodes.push(Node {
@@ -227,6 +262,63 @@ impl Tree {
                 Self::child_hash(state, p, s)
             });
         id
+    }
+
+    /// Drops the sorted children of `id`, which are about to change.
+    fn children_changed(&mut self, id: u32) {
+        let sorted = self.sorted.get_mut();
+        if !sorted.is_empty() {
+            sorted.remove(&id);
+        }
+    }
+
+    /// The children of `id` sorted by name (a node with at least [`SORTED_MIN`]).
+    fn sorted_children(&self, id: u32) -> Arc<[u32]> {
+        if let Some(s) = self.sorted.lock().get(&id) {
+            return Arc::clone(s);
+        }
+        let mut named: Vec<(&[u8], u32)> = self
+            .children_of(id)
+            .map(|c| (self.name_of(c).as_bytes(), c))
+            .collect();
+        // names are distinct among siblings
+        named.sort_unstable();
+        let s: Arc<[u32]> = named.into_iter().map(|(_, c)| c).collect();
+        self.sorted.lock().insert(id, Arc::clone(&s));
+        s
+    }
+
+    /// The children of `cur` whose names start with `prefix`, in name order when the
+    /// node is wide enough to have them sorted (then found by binary search), else in
+    /// list order.
+    fn children_with_prefix(&self, cur: u32, prefix: &[u8], each: &mut dyn FnMut(u32)) {
+        // the first children, walked once: most nodes have fewer
+        let mut first = [NONE; SORTED_MIN];
+        let mut n = 0;
+        let mut list = self.children_of(cur);
+        for (slot, c) in first.iter_mut().zip(&mut list) {
+            *slot = c;
+            n += 1;
+        }
+        let wide = n == SORTED_MIN && list.next().is_some();
+        if !wide {
+            for &c in first.get(..n).unwrap_or_default() {
+                each(c);
+            }
+        } else if !self.sort_wide {
+            for c in self.children_of(cur) {
+                each(c);
+            }
+        } else {
+            let sorted = self.sorted_children(cur);
+            let name = |c: &u32| self.name_of(*c).as_bytes();
+            let start = sorted.partition_point(|c| name(c) < prefix);
+            let rest = sorted.get(start..).unwrap_or_default();
+            let len = rest.partition_point(|c| name(c).starts_with(prefix));
+            for &c in rest.get(..len).unwrap_or_default() {
+                each(c);
+            }
+        }
     }
 
     fn children_of(&self, id: u32) -> impl Iterator<Item = u32> + '_ {
@@ -258,6 +350,15 @@ impl Tree {
     /// Nodes matching `pattern` as `(path, is_leaf)`, sorted by path with the leaf
     /// first when a path is both, without duplicates.
     pub(crate) fn find(&self, pattern: &PathPattern) -> Vec<(String, bool)> {
+        self.find_ids(pattern)
+            .into_iter()
+            .map(|(path, leaf)| (path, leaf.is_some()))
+            .collect()
+    }
+
+    /// [`find`](Self::find) with each leaf's series: `(path, Some(series))` for a
+    /// leaf, `(path, None)` for a branch.
+    pub(crate) fn find_ids(&self, pattern: &PathPattern) -> Vec<(String, Option<u32>)> {
         // resolve literal node names to symbols once: a name the tree never saw matches
         // nothing, and lookups need no string hashing per visited node
         // the text of each node, as PathPattern::parse cut it (backslashes removed)
@@ -280,14 +381,15 @@ impl Tree {
                 } else if let Some(stars) = StarGlob::parse(text) {
                     Step::Stars(stars)
                 } else {
-                    Step::Glob(p)
+                    Step::Glob(p, literal_prefix(text).to_vec())
                 }
             })
             .collect();
         let mut out = Vec::new();
         let mut prefix = String::new();
         self.find_from(ROOT, &compiled, &mut prefix, &mut out);
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        // a leaf before the branch of the same path
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some())));
         out.dedup();
         out
     }
@@ -299,24 +401,25 @@ impl Tree {
         cur: u32,
         pats: &[Step<'_>],
         prefix: &mut String,
-        out: &mut Vec<(String, bool)>,
+        out: &mut Vec<(String, Option<u32>)>,
     ) {
         let Some((pat, rest)) = pats.split_first() else {
             return;
         };
         let base = prefix.len();
-        let enter = |this: &Tree, c: u32, prefix: &mut String, out: &mut Vec<(String, bool)>| {
-            if base > 0 {
-                prefix.push('.');
-            }
-            prefix.push_str(this.name_of(c));
-            if rest.is_empty() {
-                this.emit(c, prefix, out);
-            } else if this.is_branch(c) {
-                this.find_from(c, rest, prefix, out);
-            }
-            prefix.truncate(base);
-        };
+        let enter =
+            |this: &Tree, c: u32, prefix: &mut String, out: &mut Vec<(String, Option<u32>)>| {
+                if base > 0 {
+                    prefix.push('.');
+                }
+                prefix.push_str(this.name_of(c));
+                if rest.is_empty() {
+                    this.emit(c, prefix, out);
+                } else if this.is_branch(c) {
+                    this.find_from(c, rest, prefix, out);
+                }
+                prefix.truncate(base);
+            };
         match pat {
             Step::Globstar => {
                 // every directory below cur (cur included) gets the remaining patterns; a
@@ -336,18 +439,18 @@ impl Tree {
                 }
             }
             Step::Stars(g) => {
-                for c in self.children_of(cur) {
+                self.children_with_prefix(cur, g.prefix(), &mut |c| {
                     if g.matches(self.name_of(c).as_bytes()) {
                         enter(self, c, prefix, out);
                     }
-                }
+                });
             }
-            Step::Glob(p) => {
-                for c in self.children_of(cur) {
+            Step::Glob(p, lit) => {
+                self.children_with_prefix(cur, lit, &mut |c| {
                     if p.matches(self.name_of(c)) {
                         enter(self, c, prefix, out);
                     }
-                }
+                });
             }
         }
     }
@@ -358,7 +461,7 @@ impl Tree {
         cur: u32,
         rest: &[Step<'_>],
         prefix: &mut String,
-        out: &mut Vec<(String, bool)>,
+        out: &mut Vec<(String, Option<u32>)>,
     ) {
         let base = prefix.len();
         for c in self.children_of(cur) {
@@ -376,7 +479,12 @@ impl Tree {
     }
 
     /// Every node below `cur`, each as leaf and/or branch.
-    fn emit_descendants(&self, cur: u32, prefix: &mut String, out: &mut Vec<(String, bool)>) {
+    fn emit_descendants(
+        &self,
+        cur: u32,
+        prefix: &mut String,
+        out: &mut Vec<(String, Option<u32>)>,
+    ) {
         let base = prefix.len();
         for c in self.children_of(cur) {
             if base > 0 {
@@ -391,12 +499,12 @@ impl Tree {
         }
     }
 
-    fn emit(&self, c: u32, path: &str, out: &mut Vec<(String, bool)>) {
-        if self.leaf_of(c).is_some() {
-            out.push((path.to_string(), true));
+    fn emit(&self, c: u32, path: &str, out: &mut Vec<(String, Option<u32>)>) {
+        if let Some(series) = self.leaf_of(c) {
+            out.push((path.to_string(), Some(series)));
         }
         if self.is_branch(c) {
-            out.push((path.to_string(), false));
+            out.push((path.to_string(), None));
         }
     }
 
@@ -480,6 +588,7 @@ impl Tree {
 
     /// Unlinks the children of `p` that hold no series and have no children.
     fn prune_children(&mut self, p: u32) {
+        self.children_changed(p);
         let children: Vec<u32> = self.children_of(p).collect();
         let mut kept = Vec::with_capacity(children.len());
         for c in children {
@@ -518,6 +627,12 @@ impl Tree {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.children.capacity() * 13
             + self.syms.heap_bytes()
+            + self
+                .sorted
+                .lock()
+                .values()
+                .map(|s| s.len() * 4 + 16 + 24)
+                .sum::<usize>()
     }
 }
 
@@ -687,6 +802,143 @@ mod tests {
         assert!(t0.elapsed() < std::time::Duration::from_secs(5));
         assert_eq!(t.node_count(), 1);
         assert!(find(&t, "**").is_empty());
+    }
+
+    /// Every node path of `paths` matching `pat` (no globstar) as `find` answers it, by
+    /// filtering all of them.
+    fn filtered(paths: &[String], pat: &str) -> Vec<(String, bool)> {
+        let p = PathPattern::parse(pat);
+        let mut out = Vec::new();
+        for path in paths {
+            let parts: Vec<&str> = path.split('.').collect();
+            for depth in 1..=parts.len() {
+                let node = parts[..depth].join(".");
+                let hit = depth == p.nodes().len()
+                    && p.nodes()
+                        .iter()
+                        .zip(&parts)
+                        .all(|(n, part)| n.matches(part));
+                if hit {
+                    out.push((node, depth == parts.len()));
+                }
+            }
+        }
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        out.dedup();
+        out
+    }
+
+    /// Finds through the sorted children of wide nodes answer what a plain scan of
+    /// every child answers, and what filtering every path answers, also after removals
+    /// and re-adds changed those children.
+    #[test]
+    fn sorted_children_find_what_a_filter_finds() {
+        let mut paths: Vec<String> = Vec::new();
+        for i in 0..300 {
+            for m in ["cpu.user", "cpu.system", "mem.free"] {
+                paths.push(format!("h{i:03}.{m}"));
+            }
+        }
+        for odd in [
+            "h",
+            "h1x.cpu.user",
+            "hé.cpu.user",
+            "i.cpu",
+            "g",
+            "h0.cpu",
+            "h00",
+        ] {
+            paths.push(odd.to_string());
+        }
+        // a wide second level too
+        for i in 0..100 {
+            paths.push(format!("w.n{i}"));
+        }
+        let mut fast = Tree::default();
+        let mut plain = Tree {
+            sort_wide: false,
+            ..Tree::default()
+        };
+        for (i, p) in paths.iter().enumerate() {
+            fast.insert(p, i as u32);
+            plain.insert(p, i as u32);
+        }
+        let patterns = [
+            "h0*.cpu.*",
+            "h00*",
+            "h1{0,1}*.cpu.user",
+            "h[0-1]2*.*.*",
+            "h?5.mem.*",
+            "h2[!0-8]*.cpu.user",
+            "*.cpu.user",
+            "h*",
+            "*",
+            "h1*.*",
+            "hé*.cpu.*",
+            "h00{1,2}.cpu.*",
+            "{h00,h01}*.mem.free",
+            "h299*.*.*",
+            "x*.*",
+            "w.n1*",
+            "w.*",
+            "*.n9?",
+        ];
+        let globstars = ["**.user", "h01*.**", "**.n5*", "h**", "*.**.free"];
+        let check = |fast: &Tree, plain: &Tree, live: &[String], round: &str| {
+            for pat in patterns {
+                let got = find(fast, pat);
+                assert_eq!(got, find(plain, pat), "{round}: {pat}");
+                assert_eq!(got, filtered(live, pat), "{round}: {pat}");
+            }
+            for pat in globstars {
+                assert_eq!(find(fast, pat), find(plain, pat), "{round}: {pat}");
+            }
+        };
+        check(&fast, &plain, &paths, "built");
+        assert!(
+            !fast.sorted.lock().is_empty(),
+            "the wide nodes were not sorted"
+        );
+        // remove every fifth path (whole hosts go when all three of theirs do), then
+        // find again through the sorted arrays built above
+        let gone: Vec<(String, u32)> = paths
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| i % 5 == 0 || p.starts_with("h01"))
+            .map(|(i, p)| (p.clone(), i as u32))
+            .collect();
+        let removals = || gone.iter().map(|(p, i)| (p.as_str(), *i));
+        assert_eq!(fast.remove_many(removals()), gone.len());
+        assert_eq!(plain.remove_many(removals()), gone.len());
+        let live: Vec<String> = paths
+            .iter()
+            .filter(|p| !gone.iter().any(|(g, _)| g == *p))
+            .cloned()
+            .collect();
+        check(&fast, &plain, &live, "removed");
+        // re-add some, and new names inside the ranges already sorted
+        let mut back = live.clone();
+        for (k, (p, _)) in gone.iter().enumerate().filter(|(k, _)| k % 2 == 0) {
+            fast.insert(p, 10_000 + k as u32);
+            plain.insert(p, 10_000 + k as u32);
+            back.push(p.clone());
+        }
+        for p in ["h0005.cpu.user", "h01.cpu.user", "w.n1000", "h000a"] {
+            fast.insert(p, 20_000);
+            plain.insert(p, 20_000);
+            back.push(p.to_string());
+        }
+        check(&fast, &plain, &back, "re-added");
+    }
+
+    #[test]
+    fn literal_prefixes() {
+        assert_eq!(literal_prefix("host0000*"), b"host0000");
+        assert_eq!(literal_prefix("web{01,02}"), b"web");
+        assert_eq!(literal_prefix("db[0-9]x"), b"db");
+        assert_eq!(literal_prefix("a?c"), b"a");
+        assert_eq!(literal_prefix("*x"), b"");
+        assert_eq!(literal_prefix("plain"), b"plain");
     }
 
     #[test]

@@ -262,6 +262,16 @@ fn postings_and_names_agree() {
         &["name=cpu.usage", "dc=dc3", "host=~h1.*"][..],
         &["dc=dc3", "core=4", "host!=h3"],
         &["host=~h2[0-9]", "dc=~dc[12]", "core!=~[0-5]"],
+        // literal prefixes narrowing the values tested, and ones that must not
+        &["host=~h10.*", "core=3"],
+        &["host=~^h2[0-4]$", "core=~[0-1]"],
+        &["host=~h29?9", "core=1"],
+        &["host=~h1{1,2}7", "core=1"],
+        &["host=~h5|h6", "core=2"],
+        &["core=5", "host!=~h1.*", "dc=dc0"],
+        &["core=5", "host!=~h2", "dc=dc4"],
+        &["host=~h1\\d", "core=0"],
+        &["core=7", "host!=h20", "dc!=dc6"],
     ] {
         let got = find(&idx, &names, exprs).unwrap();
         let want: Vec<String> = names
@@ -288,4 +298,43 @@ fn postings_and_names_agree() {
         assert!(!want.is_empty(), "{exprs:?}");
         assert_eq!(got, want, "{exprs:?}");
     }
+}
+
+#[test]
+fn literal_prefixes_are_what_every_match_starts_with() {
+    for (spec, prefix) in [
+        ("host00[0-4].*", "host00"),
+        ("^web", "web"),
+        ("h29?9", "h2"),
+        ("ab*", "a"),
+        ("ab{2}", "a"),
+        ("ab+", "ab"),
+        ("a|b", ""),
+        ("(?i)web", ""),
+        ("\\dx", ""),
+        ("dc.3", "dc"),
+        ("", ""),
+        ("é+x", "é"),
+        ("éa?", "é"),
+    ] {
+        assert_eq!(literal_prefix(spec), prefix, "{spec}");
+    }
+}
+
+/// A value added after a regex query built the sorted order is found by the next one.
+#[test]
+fn new_values_reach_the_sorted_order() {
+    let mut idx = TagIndex::new();
+    let mut names = Vec::new();
+    for (i, h) in ["h3", "h1", "h2"].iter().enumerate() {
+        names.push(format!("m;host={h}"));
+        idx.insert(i as u32, &names[i]);
+    }
+    assert_eq!(find(&idx, &names, &["host=~h[12]"]).unwrap().len(), 2);
+    names.push("m;host=h10".to_string());
+    idx.insert(3, &names[3]);
+    assert_eq!(
+        find(&idx, &names, &["host=~h1.*"]).unwrap(),
+        ["m;host=h1", "m;host=h10"]
+    );
 }
