@@ -89,6 +89,17 @@ pub const GENERATED_CORPORA: &[(&str, Seeds)] = &[
     ("anomaly_state_file", anomaly::state_file_seeds),
 ];
 
+/// Where targets that work on files put their scratch directories: a memory file
+/// system when there is one (`/dev/shm`), else the temporary directory.
+pub(crate) fn scratch_base() -> std::path::PathBuf {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// The target called `name`.
 pub fn target(name: &str) -> Option<Target> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)

@@ -47,13 +47,7 @@ fn scratch() -> PathBuf {
             .0
             .get_or_insert_with(|| {
                 // memory-backed when there is one: a part a run is many file operations
-                let shm = std::path::Path::new("/dev/shm");
-                let base = if shm.is_dir() {
-                    shm.to_path_buf()
-                } else {
-                    std::env::temp_dir()
-                };
-                let dir = base.join(format!(
+                let dir = crate::scratch_base().join(format!(
                     "sumi-fuzz-part-{}-{}",
                     std::process::id(),
                     NEXT.fetch_add(1, Ordering::Relaxed)

@@ -100,13 +100,7 @@ fn scanned_payloads(seg: &[u8]) -> Vec<u8> {
 fn drain_as_queue(seg: &[u8]) -> Vec<u8> {
     // A memory file system when there is one: the target creates and removes a
     // directory per input.
-    let shm = std::path::Path::new("/dev/shm");
-    let base = if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = base.join(format!(
+    let dir = crate::scratch_base().join(format!(
         "sumi-fuzz-relay-queue-{}-{:?}",
         std::process::id(),
         std::thread::current().id()

@@ -435,21 +435,9 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// A varint of up to 10 bytes; bits past the 64th are dropped, as they always were.
     fn varint(&mut self) -> Result<u64, RecordError> {
-        let start = self.at;
-        let mut v: u64 = 0;
-        for i in 0..10 {
-            let b = *self
-                .bytes
-                .get(self.at)
-                .ok_or(RecordError::Truncated(self.at))?;
-            self.at += 1;
-            v |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(RecordError::VarintTooLong(start))
+        self.varint128().map(|v| v as u64)
     }
 
     /// A varint of up to 10 bytes (70 bits) into a u128.

@@ -7,6 +7,22 @@ use std::process::Command;
 
 use common::{scratch, Sumi};
 
+/// The JSON report on the last `{` line of a `sumi bench --json` run that succeeded.
+fn json_report(out: &std::process::Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "sumi bench failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON report in {stdout}"));
+    serde_json::from_str(line).expect("report is JSON")
+}
+
 #[test]
 fn bench_starts_sumi_loads_it_and_reports_every_figure() {
     let out = Command::new(env!("CARGO_BIN_EXE_sumi"))
@@ -25,18 +41,7 @@ fn bench_starts_sumi_loads_it_and_reports_every_figure() {
         ])
         .output()
         .expect("run sumi bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "sumi bench failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON report in {stdout}"));
-    let r: serde_json::Value = serde_json::from_str(line).expect("report is JSON");
+    let r = json_report(&out);
     assert_eq!(r["error"], serde_json::Value::Null, "{r}");
     assert_eq!(r["total_points"], 1800);
     assert_eq!(r["sent_points"], 1800);
@@ -99,18 +104,7 @@ fn soak_records_rows_and_charts_its_own_metrics() {
         .arg(&dir)
         .output()
         .expect("run sumi bench --soak-seconds");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "soak failed: {stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON summary in {stdout}"));
-    let r: serde_json::Value = serde_json::from_str(line).expect("summary is JSON");
+    let r = json_report(&run);
     assert_eq!(r["error"], serde_json::Value::Null, "{r}");
     assert_eq!(r["errors"], 0, "{r}");
     assert_eq!(r["rows"], 3, "{r}");
@@ -178,18 +172,7 @@ fn bench_tagged_sends_tagged_series_and_finds_them() {
         .args(["--probes", "2", "--no-progress", "--json"])
         .output()
         .expect("run sumi bench --tagged");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "sumi bench --tagged failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON report in {stdout}"));
-    let r: serde_json::Value = serde_json::from_str(line).expect("report is JSON");
+    let r = json_report(&out);
     assert_eq!(r["error"], serde_json::Value::Null, "{r}");
     assert_eq!(r["sent_points"], series * points, "{r}");
     assert_eq!(r["queryable_reached"], true, "{r}");

@@ -697,6 +697,28 @@ fn close_merges_each_partition_into_one_part() {
     store.close().unwrap();
 }
 
+/// What [`fetch_bits`] gives back.
+type FetchedBits = Option<(i64, i64, i64, Vec<Option<u64>>)>;
+
+/// Every series' points of the last hour, bit for bit.
+fn read_last_hour(store: &Store, names: &[String]) -> Vec<FetchedBits> {
+    names
+        .iter()
+        .map(|p| fetch_bits(store, p, NOW - 3600, NOW, NOW))
+        .collect()
+}
+
+/// How many part files the store in `dir` has.
+fn part_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir.join("parts"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "part"))
+        })
+        .count()
+}
+
 /// A stop whose merge time is up before the merge could end leaves the parts as they
 /// are: every point reads back after the restart, and compaction merges the parts once
 /// the partition is closed.
@@ -713,24 +735,11 @@ fn a_close_merge_cut_short_keeps_every_point_and_merges_later() {
     let store = open(&opts, &clock);
     flush_three_rounds(&store, &names);
     append(&store, &[("h0.m0", NOW - 600, -1.0)]); // in the head at the stop
-    let read_all = |store: &Store| -> Vec<_> {
-        names
-            .iter()
-            .map(|p| fetch_bits(store, p, NOW - 3600, NOW, NOW))
-            .collect()
-    };
+    let read_all = |store: &Store| read_last_hour(store, &names);
     let before = read_all(&store);
     store.close().unwrap();
     drop(store);
-    let count_parts = || {
-        std::fs::read_dir(dir.path().join("parts"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "part"))
-            })
-            .count()
-    };
+    let count_parts = || part_files(dir.path());
     assert_eq!(count_parts(), 4, "three flushes and the stop's, unmerged");
     let store = open(&opts, &clock);
     assert_eq!(read_all(&store), before);
@@ -768,24 +777,11 @@ fn a_big_close_merge_runs_on_every_core() {
         &store,
         &[("h0.m0", NOW - 600, -1.0), ("h299.m9", NOW - 580, -2.0)],
     );
-    let read_all = |store: &Store| -> Vec<_> {
-        names
-            .iter()
-            .map(|p| fetch_bits(store, p, NOW - 3600, NOW, NOW))
-            .collect()
-    };
+    let read_all = |store: &Store| read_last_hour(store, &names);
     let before = read_all(&store);
     store.close().unwrap();
     drop(store);
-    let count_parts = || {
-        std::fs::read_dir(dir.path().join("parts"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "part"))
-            })
-            .count()
-    };
+    let count_parts = || part_files(dir.path());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     assert_eq!(count_parts(), cores, "one part per core's range");
     let store = open(&opts, &clock);
