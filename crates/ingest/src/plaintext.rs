@@ -23,7 +23,7 @@ pub(crate) mod pyfloat;
 
 use std::borrow::Cow;
 
-use sumi_model::name::{normalize, NameError};
+use sumi_model::name::{normalize_str, NameError};
 
 use crate::stats::Reason;
 
@@ -118,7 +118,8 @@ pub fn parse_line(line: &[u8], now: i64) -> Result<ParsedLine<'_>, LineError> {
         -1 => now,
         t => t,
     };
-    let n = normalize(name.as_bytes())?;
+    // the line is UTF-8 already: the name is checked without a second validation
+    let n = normalize_str(name)?;
     Ok(ParsedLine {
         name: sumi_model::tagged::canonical_name(n.path)?,
         ts,

@@ -14,7 +14,9 @@ pub struct Point {
 /// Names in a batch are already normalized ([`crate::name::normalize`]).
 #[derive(Clone, Debug, Default)]
 pub struct Batch {
-    names: Vec<u8>,
+    /// A `String`, so that reading a name back checks two char boundaries instead of
+    /// validating its UTF-8 again (the store reads every name two or three times).
+    names: String,
     entries: Vec<Entry>,
 }
 
@@ -32,7 +34,7 @@ impl Batch {
 
     pub fn with_capacity(points: usize, name_bytes: usize) -> Batch {
         Batch {
-            names: Vec::with_capacity(name_bytes),
+            names: String::with_capacity(name_bytes),
             entries: Vec::with_capacity(points),
         }
     }
@@ -40,10 +42,10 @@ impl Batch {
     /// Adds a point. When `name` equals the previous point's name it is not copied again.
     pub fn push(&mut self, name: &str, ts: i64, value: f64) {
         let (name_start, name_len) = match self.entries.last() {
-            Some(last) if self.name_at(last) == name.as_bytes() => (last.name_start, last.name_len),
+            Some(last) if self.name_at(last) == name => (last.name_start, last.name_len),
             _ => {
                 let start = self.names.len() as u32;
-                self.names.extend_from_slice(name.as_bytes());
+                self.names.push_str(name);
                 (start, name.len() as u32)
             }
         };
@@ -54,9 +56,12 @@ impl Batch {
         });
     }
 
-    fn name_at(&self, e: &Entry) -> &[u8] {
+    fn name_at(&self, e: &Entry) -> &str {
         let start = e.name_start as usize;
-        &self.names[start..start + e.name_len as usize]
+        // each entry spans a name pushed whole, so its ends are char boundaries
+        self.names
+            .get(start..start + e.name_len as usize)
+            .unwrap_or_default()
     }
 
     pub fn len(&self) -> usize {
@@ -92,12 +97,7 @@ impl Batch {
 
     /// The points in the order they were pushed.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, Point)> + '_ {
-        self.entries.iter().map(move |e| {
-            let name = self.name_at(e);
-            // names were pushed as &str, so the bytes are UTF-8
-            let name = std::str::from_utf8(name).unwrap_or_default();
-            (name, e.point)
-        })
+        self.entries.iter().map(move |e| (self.name_at(e), e.point))
     }
 }
 

@@ -284,6 +284,13 @@ fn compile_pattern(file: &str, section: &IniSection, pattern: &str) -> Result<Re
     })
 }
 
+/// Whether `name` matches `re`, without running the regex for the patterns that match
+/// every name (`.*`, the usual last rule of both files): a new series is checked
+/// against the rules in order, and at millions of new series the regex calls show.
+fn rule_matches(re: &Regex, name: &str) -> bool {
+    matches!(re.as_str(), "" | ".*" | "^.*" | "^") || re.is_match(name)
+}
+
 /// The rules of storage-schemas.conf.
 #[derive(Debug, Clone)]
 pub struct StorageSchemas {
@@ -341,7 +348,7 @@ impl StorageSchemas {
     pub fn retention_for(&self, name: &str) -> &Arc<Retention> {
         self.rules
             .iter()
-            .find(|(_, re, _)| re.is_match(name))
+            .find(|(_, re, _)| rule_matches(re, name))
             .map(|(_, _, r)| r)
             .unwrap_or(&self.fallback)
     }
@@ -448,7 +455,11 @@ impl StorageAggregation {
         if let Some(rule) = self.overrides.as_ref().and_then(|hook| hook(name)) {
             return rule;
         }
-        match self.rules.iter().find(|(_, re, _, _)| re.is_match(name)) {
+        match self
+            .rules
+            .iter()
+            .find(|(_, re, _, _)| rule_matches(re, name))
+        {
             Some((_, _, xff, method)) => (
                 method.unwrap_or(Self::DEFAULT_METHOD),
                 xff.unwrap_or(Self::DEFAULT_XFF),
@@ -509,6 +520,20 @@ mod tests {
         // sorted by precision, whatever the written order
         let r = Retention::parse("1h:1y,10s:1d").unwrap();
         assert_eq!(r.archives()[0], arch(10, 8640));
+    }
+
+    #[test]
+    fn match_all_patterns_match_every_name() {
+        for p in ["", ".*", "^.*", "^"] {
+            let re = Regex::new(p).unwrap();
+            for name in ["", "a", "a.b.c", "x;k=v", "caf\u{e9}\n"] {
+                assert!(re.is_match(name), "{p:?} {name:?}");
+                assert!(rule_matches(&re, name));
+            }
+        }
+        let re = Regex::new("^carbon\\.").unwrap();
+        assert!(rule_matches(&re, "carbon.agents.x"));
+        assert!(!rule_matches(&re, "bench.carbon.x"));
     }
 
     #[test]

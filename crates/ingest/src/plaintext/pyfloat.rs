@@ -91,6 +91,9 @@ pub(crate) fn parse(tok: &str) -> Option<f64> {
     if let Some(i) = small_int(bytes) {
         return Some(i.to_f64());
     }
+    if let Some(v) = short_decimal(bytes) {
+        return Some(v);
+    }
     if bytes.is_ascii() && !bytes.contains(&b'_') {
         return tok.parse::<f64>().ok();
     }
@@ -103,6 +106,43 @@ pub(crate) fn parse(tok: &str) -> Option<f64> {
         let n = rewrite(tok, &mut buf)?;
         parse_ascii(buf.get(..n)?)
     }
+}
+
+/// `10^k` for `k` in `0..=15`, each exactly representable as an `f64`.
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// `float()` of the common decimal (`12.34`, `-0.5`, `7.`, `.25`): an optional sign,
+/// then ASCII digits around one `.`, at most 15 digits in all; `None` for anything
+/// else. Without the general parser: the digits make an integer below 2^53 and
+/// `10^k` (k ≤ 15) is exact, so one IEEE division rounds the exact quotient
+/// correctly (Clinger's fast path), giving the bits CPython's strtod gives.
+#[inline]
+fn short_decimal(tok: &[u8]) -> Option<f64> {
+    let (negative, rest) = match tok.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, tok),
+    };
+    let dot = rest.iter().position(|&b| b == b'.')?;
+    let (int, frac) = rest.split_at(dot);
+    let frac = frac.get(1..)?;
+    let digits = int.len() + frac.len();
+    if digits == 0 || digits > 15 {
+        return None;
+    }
+    let mut m = 0u64;
+    for &b in int.iter().chain(frac) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        m = m * 10 + u64::from(d);
+    }
+    // `m < 10^15 < 2^53`: exact as an f64
+    let v = m as f64 / POW10.get(frac.len())?;
+    Some(if negative { -v } else { v })
 }
 
 fn parse_ascii(ascii: &[u8]) -> Option<f64> {
@@ -201,6 +241,67 @@ mod tests {
         check("123456789", Some(123456789.0));
         check("1700000000", Some(1700000000.0));
         check("1e00000000000000000000000001", Some(10.0));
+    }
+
+    /// The short-decimal path gives the general parser's bits (correctly rounded, as
+    /// CPython) on every shape it takes, and leaves the rest to it.
+    #[test]
+    fn short_decimals_as_the_general_parser() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut taken = 0;
+        for _ in 0..200_000 {
+            let r = next();
+            let digits = (r % 15 + 1) as usize;
+            let dot = ((r >> 8) % (digits as u64 + 1)) as usize;
+            let sign = ["", "-", "+"][((r >> 16) % 3) as usize];
+            let mut t = String::from(sign);
+            for i in 0..digits {
+                if i == dot {
+                    t.push('.');
+                }
+                t.push(char::from(b'0' + (next() % 10) as u8));
+            }
+            if dot == digits {
+                t.push('.');
+            }
+            let want: f64 = t.parse().unwrap();
+            let got = short_decimal(t.as_bytes()).unwrap();
+            assert_eq!(got.to_bits(), want.to_bits(), "{t:?}");
+            taken += 1;
+        }
+        assert_eq!(taken, 200_000);
+        assert_eq!(
+            short_decimal(b"-0.0").map(f64::to_bits),
+            Some((-0.0f64).to_bits())
+        );
+        assert_eq!(
+            short_decimal(b"0.1").map(f64::to_bits),
+            Some(0x3FB999999999999A)
+        );
+        for other in [
+            "1234567890.1234567", // 17 digits: the general parser
+            ".",
+            "-.",
+            "1.2.3",
+            "1e5",
+            "1.5e3",
+            "12",
+            "1_0.5",
+            "inf",
+            "",
+            "-",
+            "1.-5",
+        ] {
+            assert_eq!(short_decimal(other.as_bytes()), None, "{other:?}");
+        }
+        check("1234567890.1234567", Some(1234567890.1234567));
+        check("-0.25", Some(-0.25));
     }
 
     #[test]

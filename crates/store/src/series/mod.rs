@@ -330,6 +330,17 @@ impl SeriesIndex {
         self.names.find_hashed(hash, name)
     }
 
+    /// A series that may be named by `hash`'s name, found without reading a name
+    /// (see [`Names::candidate`]); `None`: the name is absent.
+    pub(crate) fn lookup_candidate(&self, hash: u64) -> Option<u32> {
+        self.names.candidate(hash)
+    }
+
+    /// Whether series `id` is named `name`.
+    pub(crate) fn is_named(&self, id: u32, name: &[u8]) -> bool {
+        self.names.is_named(id, name)
+    }
+
     /// The rules of a live series; `None` for an unknown or deleted id (so the WAL
     /// replay skips a deleted series' points).
     pub(crate) fn meta(&self, id: u32) -> Option<SeriesMeta> {

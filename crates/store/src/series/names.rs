@@ -1,6 +1,11 @@
 //! Interned byte strings with dense `u32` ids: all bytes in one arena, an
 //! open-addressing table of ids keyed by the bytes' hash. No allocation per name.
 //!
+//! Each table entry holds its id and 32 bits of its name's hash: a probe compares
+//! those bits before it reads the name from the arena, and growing the table rehashes
+//! from them without reading any name (at millions of names, each read is a cache
+//! miss). The hash the table sees is built from those 32 bits alone ([`table_hash`]).
+//!
 //! Used for full series names (id = series id) and for tree node names.
 //!
 //! A series can be forgotten ([`Names::remove`], after a delete) or given another name
@@ -22,7 +27,8 @@ pub(crate) struct Names {
     arena: Vec<u8>,
     /// `ends[i]` is the end of name `i` in `arena`; it starts at `ends[i - 1]` (or 0).
     ends: Vec<u64>,
-    table: HashTable<u32>,
+    /// `(hash bits << 32) | id`, see [`table_hash`].
+    table: HashTable<u64>,
     state: FixedState,
     /// Renamed ids and their current bytes. Renames are rare administrative acts, so a
     /// side table costs nothing on the common path.
@@ -62,14 +68,59 @@ fn slice<'a>(
     arena.get(start..end).unwrap_or_default()
 }
 
+/// An odd constant: multiplying by it is a bijection of `u64`.
+const SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+/// `SPREAD`'s inverse modulo 2^64, to take the kept bits back out of a table hash.
+const UNSPREAD: u64 = {
+    // Newton's iteration doubles the correct low bits each step (3 → 6 → ... → 96)
+    let mut x = SPREAD;
+    let mut i = 0;
+    while i < 5 {
+        x = x.wrapping_mul(2u64.wrapping_sub(SPREAD.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+};
+
+/// The hash the table places an entry by, from the 32 hash bits the entry keeps: a
+/// multiplication by an odd constant, so that the table's bucket (low bits) follows
+/// the low bits and its control tag (top 7 bits) depends on all of them.
+#[inline]
+fn table_hash(bits: u32) -> u64 {
+    u64::from(bits).wrapping_mul(SPREAD)
+}
+
+/// The hash bits an entry keeps, from a [`Names::hash`] (the inverse of [`table_hash`]).
+#[inline]
+fn bits_of(hash: u64) -> u32 {
+    hash.wrapping_mul(UNSPREAD) as u32
+}
+
+#[inline]
+fn entry(hash: u64, id: u32) -> u64 {
+    (u64::from(bits_of(hash)) << 32) | u64::from(id)
+}
+
+#[inline]
+fn entry_id(e: u64) -> u32 {
+    e as u32
+}
+
+#[inline]
+fn entry_hash(e: u64) -> u64 {
+    table_hash((e >> 32) as u32)
+}
+
 impl Names {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.ends.len()
     }
 
+    /// The hash [`find_hashed`](Self::find_hashed) and [`push_hashed`](Self::push_hashed)
+    /// take: only its 32 bits are kept ([`table_hash`]).
     pub(crate) fn hash(&self, name: &[u8]) -> u64 {
-        self.state.hash_one(name)
+        table_hash((self.state.hash_one(name) >> 32) as u32)
     }
 
     /// The bytes of `id` (empty for an unknown id).
@@ -83,9 +134,28 @@ impl Names {
 
     pub(crate) fn find_hashed(&self, hash: u64, name: &[u8]) -> Option<u32> {
         let (arena, ends, moved) = (&self.arena, &self.ends, &self.moved);
+        let want = entry(hash, 0);
         self.table
-            .find(hash, |&id| slice(arena, ends, moved, id) == name)
-            .copied()
+            .find(hash, |&e| {
+                e >> 32 == want >> 32 && slice(arena, ends, moved, entry_id(e)) == name
+            })
+            .map(|&e| entry_id(e))
+    }
+
+    /// The id whose entry keeps `hash`'s bits, found without reading any name; `None`
+    /// means the name is absent. Two names may share the bits: the caller checks the
+    /// candidate with [`is_named`](Self::is_named) and falls back to
+    /// [`find_hashed`](Self::find_hashed) when it is not the one.
+    pub(crate) fn candidate(&self, hash: u64) -> Option<u32> {
+        let want = u64::from(bits_of(hash));
+        self.table
+            .find(hash, |&e| e >> 32 == want)
+            .map(|&e| entry_id(e))
+    }
+
+    /// Whether `id` is named `name`.
+    pub(crate) fn is_named(&self, id: u32, name: &[u8]) -> bool {
+        self.get_bytes(id) == name
     }
 
     /// Adds a name known to be absent; returns its id.
@@ -98,14 +168,8 @@ impl Names {
         let id = self.ends.len() as u32;
         self.arena.extend_from_slice(name);
         self.ends.push(self.arena.len() as u64);
-        let Names {
-            arena,
-            ends,
-            table,
-            state,
-            moved,
-        } = self;
-        table.insert_unique(hash, id, |&i| state.hash_one(slice(arena, ends, moved, i)));
+        self.table
+            .insert_unique(hash, entry(hash, id), |&e| entry_hash(e));
         id
     }
 
@@ -114,21 +178,22 @@ impl Names {
     pub(crate) fn push_absent(&mut self, name: &[u8]) -> Option<u32> {
         let id = self.ends.len() as u32;
         let hash = self.hash(name);
+        let want = entry(hash, id);
         let Names {
             arena,
             ends,
             table,
-            state,
             moved,
+            ..
         } = self;
         match table.entry(
             hash,
-            |&i| slice(arena, ends, moved, i) == name,
-            |&i| state.hash_one(slice(arena, ends, moved, i)),
+            |&e| e >> 32 == want >> 32 && slice(arena, ends, moved, entry_id(e)) == name,
+            |&e| entry_hash(e),
         ) {
             hashbrown::hash_table::Entry::Occupied(_) => None,
             hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(id);
+                v.insert(want);
                 arena.extend_from_slice(name);
                 ends.push(arena.len() as u64);
                 Some(id)
@@ -141,14 +206,7 @@ impl Names {
     pub(crate) fn reserve(&mut self, names: usize, bytes: usize) {
         self.arena.reserve(bytes);
         self.ends.reserve(names);
-        let Names {
-            arena,
-            ends,
-            table,
-            state,
-            moved,
-        } = self;
-        table.reserve(names, |&i| state.hash_one(slice(arena, ends, moved, i)));
+        self.table.reserve(names, |&e| entry_hash(e));
     }
 
     /// Takes `id` out of the hash table: [`find`](Self::find) no longer returns it
@@ -156,7 +214,7 @@ impl Names {
     /// whether it was there.
     pub(crate) fn remove(&mut self, id: u32) -> bool {
         let hash = self.hash(self.get_bytes(id));
-        match self.table.find_entry(hash, |&i| i == id) {
+        match self.table.find_entry(hash, |&e| entry_id(e) == id) {
             Ok(e) => {
                 e.remove();
                 true
@@ -171,14 +229,8 @@ impl Names {
         self.remove(id);
         self.moved.insert(id, name.into());
         let hash = self.hash(name);
-        let Names {
-            arena,
-            ends,
-            table,
-            state,
-            moved,
-        } = self;
-        table.insert_unique(hash, id, |&i| state.hash_one(slice(arena, ends, moved, i)));
+        self.table
+            .insert_unique(hash, entry(hash, id), |&e| entry_hash(e));
     }
 
     /// The id of `name`, interning it first when absent.
@@ -193,7 +245,7 @@ impl Names {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.arena.capacity()
             + self.ends.capacity() * 8
-            + self.table.capacity() * 5
+            + self.table.capacity() * 9
             + self.moved.values().map(|b| b.len() + 32).sum::<usize>()
     }
 }
@@ -218,7 +270,23 @@ mod tests {
             assert_eq!(n.intern(format!("x{i}").as_bytes()), i + 3);
         }
         assert_eq!(n.find(b"x9999"), Some(10_002));
+        let h = n.hash(b"x9999");
+        assert_eq!(n.candidate(h), Some(10_002));
+        assert!(n.is_named(10_002, b"x9999"));
+        assert!(!n.is_named(10_001, b"x9999"));
+        assert_eq!(n.candidate(n.hash(b"absent")), None);
         assert_eq!(n.len(), 10_003);
+    }
+
+    #[test]
+    fn table_hash_keeps_its_bits() {
+        assert_eq!(SPREAD.wrapping_mul(UNSPREAD), 1);
+        for b in [0u32, 1, 7, 0x8000_0000, u32::MAX, 0x1234_5678] {
+            assert_eq!(bits_of(table_hash(b)), b);
+        }
+        let n = Names::default();
+        let h = n.hash(b"some.name");
+        assert_eq!(table_hash(bits_of(h)), h);
     }
 
     #[test]
