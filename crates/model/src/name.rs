@@ -62,48 +62,30 @@ fn is_control(b: u8) -> bool {
 }
 
 /// [`normalize`] of a name already known to be UTF-8 (a field of a validated line):
-/// the same answers, found in one pass over the bytes.
+/// the same answers without validating the UTF-8 again. The checks are whole-slice
+/// scans (vectorised, `memchr`), which beat one branchy loop over the bytes.
 pub fn normalize_str(text: &str) -> Result<Normalized<'_>, NameError> {
     let raw = text.as_bytes();
     if raw.len() > MAX_NAME_BYTES {
         return Err(NameError::TooLong(raw.len()));
     }
-    // the path (before the first `;`) is clean when it is not empty and has no empty
-    // node: no leading or trailing dot, no two dots in a row
-    let mut in_path = true;
-    let mut after_dot = true;
-    let mut clean = true;
-    for &b in raw {
-        if is_control(b) {
-            return Err(NameError::ControlChar(b));
-        }
-        if in_path {
-            match b {
-                b'.' => {
-                    clean &= !after_dot;
-                    after_dot = true;
-                }
-                b';' => {
-                    clean &= !after_dot;
-                    in_path = false;
-                }
-                _ => after_dot = false,
-            }
+    if raw.iter().fold(false, |a, &b| a | is_control(b)) {
+        if let Some(&c) = raw.iter().find(|&&b| is_control(b)) {
+            return Err(NameError::ControlChar(c));
         }
     }
-    if in_path {
-        clean &= !after_dot;
-    }
+    let (path, tags) = match text.find(';') {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
+    };
+    let clean =
+        !path.is_empty() && !path.starts_with('.') && !path.ends_with('.') && !path.contains("..");
     if clean {
         return Ok(Normalized {
             path: Cow::Borrowed(text),
             dropped_empty_nodes: false,
         });
     }
-    let (path, tags) = match text.find(';') {
-        Some(i) => text.split_at(i),
-        None => (text, ""),
-    };
     let mut out = String::with_capacity(text.len());
     for node in path.split('.').filter(|n| !n.is_empty()) {
         if !out.is_empty() {
@@ -125,10 +107,10 @@ pub fn normalize_str(text: &str) -> Result<Normalized<'_>, NameError> {
 mod tests {
     use super::*;
 
-    /// The one-pass check agrees with the rules written plainly, on every short name
+    /// The checks agree with the rules written plainly, on every short name
     /// over an alphabet of dots, semicolons, letters and a control character.
     #[test]
-    fn one_pass_matches_the_plain_rules() {
+    fn checks_match_the_plain_rules() {
         fn plain(text: &str) -> Result<(String, bool), NameError> {
             if let Some(&c) = text.as_bytes().iter().find(|&&b| b < 0x20 || b == 0x7f) {
                 return Err(NameError::ControlChar(c));
