@@ -26,6 +26,8 @@ fn main() {
             cfg.set(k, v).unwrap_or_else(|e| panic!("{e}"));
         }
     }
+    // one copy of the settings for all, as the server shares a rule's
+    let cfg = std::sync::Arc::new(cfg);
     let mut dets: Vec<Detector> = (0..series).map(|_| Detector::new(cfg.clone())).collect();
     let mut level: Vec<f64> = vec![50.0; series];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;

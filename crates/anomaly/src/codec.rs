@@ -141,7 +141,11 @@ impl Detector {
 
     /// A detector continuing from `bytes` (written by [`Detector::save`]) under `cfg`,
     /// which must have the same window, context and table sizes.
-    pub fn restore(cfg: Config, bytes: &[u8]) -> Result<Detector, DecodeError> {
+    pub fn restore(
+        cfg: impl Into<std::sync::Arc<Config>>,
+        bytes: &[u8],
+    ) -> Result<Detector, DecodeError> {
+        let cfg = cfg.into();
         cfg.validate()
             .map_err(|_| DecodeError::Invalid("configuration invalid", 0))?;
         if bytes.len() < MAGIC.len() + 1 + 4 {

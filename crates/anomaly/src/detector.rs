@@ -206,7 +206,10 @@ pub(crate) struct Gate {
 /// [`update`]: Detector::update
 #[derive(Clone, Debug)]
 pub struct Detector {
-    cfg: Config,
+    /// Shared by every detector of a rule when the caller passes one `Arc` (the
+    /// server does): the settings a point reads then stay in the cache instead of
+    /// being fetched with each series' state.
+    cfg: std::sync::Arc<Config>,
     pub(crate) st: State,
     /// The views' surprises behind the last score (`None`: no score); [`Detector::views`]
     /// turns them into view scores only when asked, which is rarely on the ingest path.
@@ -225,7 +228,8 @@ pub struct Detector {
 impl Detector {
     /// A detector that has seen nothing. Panics on settings that
     /// [`Config::validate`] rejects; check them first where they come from users.
-    pub fn new(cfg: Config) -> Detector {
+    pub fn new(cfg: impl Into<std::sync::Arc<Config>>) -> Detector {
+        let cfg = cfg.into();
         if let Err(e) = cfg.validate() {
             panic!("{e}");
         }
@@ -255,7 +259,7 @@ impl Detector {
         Detector::from_state(cfg, st)
     }
 
-    pub(crate) fn from_state(cfg: Config, st: State) -> Detector {
+    pub(crate) fn from_state(cfg: std::sync::Arc<Config>, st: State) -> Detector {
         let mut sorted = st.ring.clone();
         sorted.sort_unstable_by(f64::total_cmp);
         let n = st.ring.len();
