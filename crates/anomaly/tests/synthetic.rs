@@ -171,7 +171,8 @@ fn broken_seasonality_rhythm_change() {
 /// so a change only it sees is reported at the end of a block (16 points) or later.
 #[test]
 fn two_stage_catches_each_anomaly() {
-    let cases: Vec<(&str, Vec<(i64, f64)>, usize)> = vec![
+    type Case = (&'static str, Vec<(i64, f64)>, usize);
+    let cases: Vec<Case> = vec![
         (
             "spike",
             series(|i, n| seasonal(i, n) + if i == AT { 60.0 } else { 0.0 }),
