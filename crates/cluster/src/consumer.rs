@@ -39,6 +39,18 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// Records already fetched are gathered into one engine append up to this many points.
 const APPLY_MAX_POINTS: usize = 65_536;
 
+/// Told of every engine append the consumer makes (a storage node's anomaly
+/// detectors): called on the consumer's thread right after the engine took `batch`,
+/// before the records' offsets move, with each point's series id (`u32::MAX` for a
+/// point whose series the engine refused to create) and the arrival time the points
+/// were placed at. Points come in log order per partition, so every replica of a
+/// partition sees the same points in the same order with the same arrival times.
+/// What it writes to the engine (with [`Store::write_at`] at `arrival`) is made
+/// durable by the same WAL sync as the records, before their offsets are saved.
+pub trait ApplyObserver: Send + Sync {
+    fn applied(&self, batch: &Batch, ids: &[u32], arrival: i64);
+}
+
 /// Per owned partition: the next offset to apply and the log's end as last seen.
 #[derive(Debug, Default)]
 pub struct PartitionProgress {
@@ -120,7 +132,13 @@ pub struct StorageConsumer {
 impl StorageConsumer {
     /// Starts consuming `config.owned_partitions` into `store`, from the offsets in
     /// `<data_dir>/cluster/offsets` (the log's beginning for a partition not there).
-    pub fn start(config: &ClusterConfig, store: Arc<Store>, data_dir: &Path) -> Result<Self> {
+    /// `observer`, when given, hears of every append (see [`ApplyObserver`]).
+    pub fn start(
+        config: &ClusterConfig,
+        store: Arc<Store>,
+        data_dir: &Path,
+        observer: Option<Arc<dyn ApplyObserver>>,
+    ) -> Result<Self> {
         let dir = data_dir.join("cluster");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let offsets_path = dir.join("offsets");
@@ -167,6 +185,8 @@ impl StorageConsumer {
         let mut run = Run {
             consumer,
             store,
+            observer,
+            ids: std::cell::RefCell::new(Vec::new()),
             topic: config.topic.clone(),
             offsets_path,
             stats: stats.clone(),
@@ -203,6 +223,9 @@ impl StorageConsumer {
 struct Run {
     consumer: BaseConsumer,
     store: Arc<Store>,
+    observer: Option<Arc<dyn ApplyObserver>>,
+    /// The series ids of the last append, for the observer.
+    ids: std::cell::RefCell<Vec<u32>>,
     topic: String,
     offsets_path: PathBuf,
     stats: Arc<ConsumeStats>,
@@ -374,8 +397,19 @@ impl Run {
         self.pace(batch.len() as u64);
         let mut pause = Duration::from_millis(10);
         loop {
-            match self.store.write_at(batch, arrival) {
-                Ok(_) => return true,
+            let written = match &self.observer {
+                None => self.store.write_at(batch, arrival),
+                Some(_) => self
+                    .store
+                    .write_at_ids(batch, arrival, &mut self.ids.borrow_mut()),
+            };
+            match written {
+                Ok(_) => {
+                    if let Some(o) = &self.observer {
+                        o.applied(batch, &self.ids.borrow(), arrival);
+                    }
+                    return true;
+                }
                 Err(StoreError::Closed) => return false,
                 Err(e) => {
                     self.stats.apply_retries.fetch_add(1, Ordering::Relaxed);

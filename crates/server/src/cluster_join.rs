@@ -70,6 +70,8 @@ pub(crate) struct Join {
     /// The `Authorization` sent with the dump request when `[auth]` guards reads (the
     /// peers have the same `[auth]`).
     pub(crate) auth: Option<String>,
+    /// The storage node's anomaly detectors, given to the consumer it starts.
+    pub(crate) observer: Option<Arc<dyn sumi_cluster::ApplyObserver>>,
 }
 
 impl Join {
@@ -86,7 +88,12 @@ impl Join {
             }
         }
         let consumer = loop {
-            match StorageConsumer::start(&self.cc, self.store.clone(), &self.data_dir) {
+            match StorageConsumer::start(
+                &self.cc,
+                self.store.clone(),
+                &self.data_dir,
+                self.observer.clone(),
+            ) {
                 Ok(c) => break c,
                 Err(e) => warn!("starting the consumer after the copies: {e:#}"),
             }
