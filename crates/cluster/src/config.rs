@@ -167,7 +167,7 @@ impl ClusterConfig {
                 self.compression
             ));
         }
-        if !crate::record::RECORD_VERSIONS.contains(&self.record_version) {
+        if !matches!(self.record_version, 1 | 2) {
             return Err(format!(
                 "cluster.record_version is {}: it must be 1 or 2",
                 self.record_version

@@ -31,7 +31,7 @@ use sumi_model::Batch;
 use sumi_store::{Store, StoreError};
 
 use crate::config::ClusterConfig;
-use crate::record::{decode_into, peek_arrival};
+use crate::record::{decode_into, peek_arrival, FLAG_GRAPH};
 
 /// How often applied offsets are checkpointed (WAL fsync, then the offsets file).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -49,6 +49,20 @@ const APPLY_MAX_POINTS: usize = 65_536;
 /// durable by the same WAL sync as the records, before their offsets are saved.
 pub trait ApplyObserver: Send + Sync {
     fn applied(&self, batch: &Batch, ids: &[u32], arrival: i64);
+}
+
+/// Told a GrowthForecast graph's series name (see [`ConsumerHooks::graph_series`]).
+pub type GraphSeries = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a storage node hooks into its consumer.
+#[derive(Clone, Default)]
+pub struct ConsumerHooks {
+    /// Hears of every engine append (anomaly detection).
+    pub observer: Option<Arc<dyn ApplyObserver>>,
+    /// Told the series of each point of a GrowthForecast record ([`FLAG_GRAPH`])
+    /// before the point is applied, so that the engine creates the series with
+    /// GrowthForecast's rollup (average, xFilesFactor 0) as a single node does.
+    pub graph_series: Option<GraphSeries>,
 }
 
 /// Per owned partition: the next offset to apply and the log's end as last seen.
@@ -132,12 +146,12 @@ pub struct StorageConsumer {
 impl StorageConsumer {
     /// Starts consuming `config.owned_partitions` into `store`, from the offsets in
     /// `<data_dir>/cluster/offsets` (the log's beginning for a partition not there).
-    /// `observer`, when given, hears of every append (see [`ApplyObserver`]).
+    /// `hooks` say who hears of what is applied ([`ConsumerHooks`]).
     pub fn start(
         config: &ClusterConfig,
         store: Arc<Store>,
         data_dir: &Path,
-        observer: Option<Arc<dyn ApplyObserver>>,
+        hooks: ConsumerHooks,
     ) -> Result<Self> {
         let dir = data_dir.join("cluster");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -185,7 +199,8 @@ impl StorageConsumer {
         let mut run = Run {
             consumer,
             store,
-            observer,
+            observer: hooks.observer,
+            graph_series: hooks.graph_series,
             ids: std::cell::RefCell::new(Vec::new()),
             topic: config.topic.clone(),
             offsets_path,
@@ -224,6 +239,7 @@ struct Run {
     consumer: BaseConsumer,
     store: Arc<Store>,
     observer: Option<Arc<dyn ApplyObserver>>,
+    graph_series: Option<GraphSeries>,
     /// The series ids of the last append, for the observer.
     ids: std::cell::RefCell<Vec<u32>>,
     topic: String,
@@ -294,8 +310,16 @@ impl Run {
             {
                 break;
             }
+            let before = batch.len();
             match decode_into(payload, &mut batch) {
                 Ok(d) => {
+                    if d.flags & FLAG_GRAPH != 0 {
+                        if let Some(mark) = &self.graph_series {
+                            for (name, _) in batch.iter().skip(before) {
+                                mark(name);
+                            }
+                        }
+                    }
                     arrival = d.arrival;
                     taken.push((partition, offset, Some(d.points)));
                 }

@@ -70,8 +70,8 @@ pub(crate) struct Join {
     /// The `Authorization` sent with the dump request when `[auth]` guards reads (the
     /// peers have the same `[auth]`).
     pub(crate) auth: Option<String>,
-    /// The storage node's anomaly detectors, given to the consumer it starts.
-    pub(crate) observer: Option<Arc<dyn sumi_cluster::ApplyObserver>>,
+    /// What the consumer it starts is hooked to (anomaly detectors, GrowthForecast).
+    pub(crate) hooks: sumi_cluster::ConsumerHooks,
 }
 
 impl Join {
@@ -92,7 +92,7 @@ impl Join {
                 &self.cc,
                 self.store.clone(),
                 &self.data_dir,
-                self.observer.clone(),
+                self.hooks.clone(),
             ) {
                 Ok(c) => break c,
                 Err(e) => warn!("starting the consumer after the copies: {e:#}"),

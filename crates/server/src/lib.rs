@@ -52,7 +52,7 @@ pub async fn run(
 ) -> Result<()> {
     let (store, gf_series) = wire::open_store(&config).await?;
     let anomaly = wire::open_anomaly(&config, &store)?;
-    let cluster = wire::open_cluster(&config, &store, anomaly.as_ref()).await?;
+    let cluster = wire::open_cluster(&config, &store, anomaly.as_ref(), &gf_series).await?;
     let running = wire::start(listeners, &config, store, gf_series, cluster, anomaly)?;
     shutdown.await;
     running.shutdown().await

@@ -58,6 +58,7 @@ pub(crate) async fn open_cluster(
     config: &Config,
     store: &Arc<Store>,
     anomaly: Option<&Arc<crate::anomaly::Engine>>,
+    gf_series: &SeriesRegistry,
 ) -> Result<Option<ClusterNode>> {
     let Some(cc) = config.cluster.clone() else {
         return Ok(None);
@@ -88,7 +89,7 @@ pub(crate) async fn open_cluster(
             &cc,
             store.clone(),
             &config.data_dir,
-            log_scorer(store, anomaly),
+            consumer_hooks(store, anomaly, gf_series),
         )?),
         _ => None,
     };
@@ -110,17 +111,24 @@ pub(crate) async fn open_cluster(
     }))
 }
 
-/// A storage node's detectors as the consumer's observer (None without rules).
-pub(crate) fn log_scorer(
+/// A storage node's hooks into its consumer: its detectors as the observer (none
+/// without rules), and the registry of GrowthForecast series, which the store's
+/// aggregation override reads, told of the series of flagged records.
+pub(crate) fn consumer_hooks(
     store: &Arc<Store>,
     anomaly: Option<&Arc<crate::anomaly::Engine>>,
-) -> Option<Arc<dyn sumi_cluster::ApplyObserver>> {
-    anomaly.map(|engine| -> Arc<dyn sumi_cluster::ApplyObserver> {
-        Arc::new(crate::anomaly::LogScorer {
-            store: store.clone(),
-            engine: engine.clone(),
-        })
-    })
+    gf_series: &SeriesRegistry,
+) -> sumi_cluster::ConsumerHooks {
+    let registry = gf_series.clone();
+    sumi_cluster::ConsumerHooks {
+        observer: anomaly.map(|engine| -> Arc<dyn sumi_cluster::ApplyObserver> {
+            Arc::new(crate::anomaly::LogScorer {
+                store: store.clone(),
+                engine: engine.clone(),
+            })
+        }),
+        graph_series: Some(Arc::new(move |name: &str| registry.insert(name))),
+    }
 }
 
 /// The ingest-time anomaly detectors of `[[anomaly]]`, when any rule is given: on a
@@ -345,7 +353,7 @@ pub(crate) fn start(
         sink.clone(),
         stats.clone(),
         &config.data_dir,
-        gf_series,
+        gf_series.clone(),
         config.http_options(),
     )?;
     let mut cluster = cluster;
@@ -418,7 +426,7 @@ pub(crate) fn start(
                     partitions: c.to_copy.clone(),
                     stop: c.join_stop.clone(),
                     auth: config.auth.peer_credential(sumi_http::auth::Access::Read),
-                    observer: log_scorer(&store, anomaly.as_ref()),
+                    hooks: consumer_hooks(&store, anomaly.as_ref(), &gf_series),
                 };
                 c.joiner = Some(
                     std::thread::Builder::new()
