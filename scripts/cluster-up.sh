@@ -18,10 +18,12 @@
 # storage nodes as [[cluster.peers]], so any node answers reads for the whole cluster
 # (a read waits $SUMI_CLUSTER_READ_TIMEOUT_MS, default 5000, for one peer).
 # $SUMI_CLUSTER_SETTINGS, when set, is written into every node's [cluster] section (for
-# example 'compression = "zstd"'); $SUMI_NODE_TOML, when set, is appended to every
-# node's sumi.toml (top-level tables such as [[anomaly]] rules). The sumi binary is $SUMI_BIN, or the newest of
-# target/{debug,release}/sumi. scripts/cluster-node.sh starts, stops or kills a storage
-# node; scripts/cluster-down.sh stops everything.
+# example 'compression = "zstd"'); $SUMI_NODE_TOML, when set, is written into every
+# node's sumi.toml before its [carbon] section (tables such as [[anomaly]] rules or
+# [auth]; scripts/cluster-move.sh keeps them, and gives them to a new node). The sumi
+# binary is $SUMI_BIN, or the newest of target/{debug,release}/sumi.
+# scripts/cluster-node.sh starts, stops or kills a storage node;
+# scripts/cluster-down.sh stops everything.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -87,6 +89,7 @@ for n in 0 1 2 3; do
   fi
   cat >"$nd/sumi.toml" <<TOML
 data_dir = "$nd/data"
+${SUMI_NODE_TOML:-}
 
 [carbon]
 listen = "$carbon"
@@ -106,7 +109,6 @@ append_timeout_ms = ${SUMI_CLUSTER_APPEND_TIMEOUT_MS:-10000}
 read_timeout_ms = ${SUMI_CLUSTER_READ_TIMEOUT_MS:-5000}
 ${SUMI_CLUSTER_SETTINGS:-}
 $peers
-${SUMI_NODE_TOML:-}
 TOML
   if [ "$n" = 0 ]; then
     {
