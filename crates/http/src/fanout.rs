@@ -1558,6 +1558,35 @@ mod tests {
     }
 
     #[test]
+    fn a_score_series_is_placed_with_its_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(
+            sumi_store::StoreOptions::new(dir.path().to_path_buf()),
+            Arc::new(sumi_model::SystemClock),
+        )
+        .unwrap();
+        let f = Fanout::new(
+            FanoutOptions {
+                partitions: 1000,
+                peers: Vec::new(),
+                node_id: 0,
+                timeout: Duration::from_millis(500),
+                placement: |name, n| name.len() as u32 % n,
+            },
+            store,
+        );
+        for name in ["a.b", "app.web.latency", "cpu;host=a"] {
+            let score = format!("{}{name}", sumi_query::functions::anomaly::SCORE_PREFIX);
+            assert_eq!(f.partition_of(&score), f.partition_of(name), "{score}");
+            // (where its own name would put it)
+            assert_ne!(f.partition_of(&score), score.len() as u32);
+        }
+        // the prefix alone names no series: placed by its own name
+        let bare = sumi_query::functions::anomaly::SCORE_PREFIX;
+        assert_eq!(f.partition_of(bare), bare.len() as u32);
+    }
+
+    #[test]
     fn partial_header_lists_missing_partitions() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(
