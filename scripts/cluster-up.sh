@@ -18,7 +18,7 @@
 # storage nodes as [[cluster.peers]], so any node answers reads for the whole cluster
 # (a read waits $SUMI_CLUSTER_READ_TIMEOUT_MS, default 5000, for one peer).
 # $SUMI_CLUSTER_SETTINGS, when set, is written into every node's [cluster] section (for
-# example 'compression = "zstd"'). The sumi binary is $SUMI_BIN, or the newest of
+# example 'compression = "lz4"'). The sumi binary is $SUMI_BIN, or the newest of
 # target/{debug,release}/sumi. scripts/cluster-node.sh starts, stops or kills a storage
 # node; scripts/cluster-down.sh stops everything.
 set -euo pipefail
