@@ -18,7 +18,7 @@
 # storage nodes as [[cluster.peers]], so any node answers reads for the whole cluster
 # (a read waits $SUMI_CLUSTER_READ_TIMEOUT_MS, default 5000, for one peer).
 # $SUMI_CLUSTER_SETTINGS, when set, is written into every node's [cluster] section (for
-# example 'compression = "zstd"'); $SUMI_NODE_TOML, when set, is written into every
+# example 'compression = "lz4"'); $SUMI_NODE_TOML, when set, is written into every
 # node's sumi.toml before its [carbon] section (tables such as [[anomaly]] rules or
 # [auth]; scripts/cluster-move.sh keeps them, and gives them to a new node). The sumi
 # binary is $SUMI_BIN, or the newest of target/{debug,release}/sumi.
