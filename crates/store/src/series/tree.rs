@@ -28,6 +28,12 @@ const ROOT: u32 = 0;
 /// Children a node needs before a wildcard scan sorts them into an array: below it the
 /// linked list is as fast and the array is not worth its memory.
 const SORTED_MIN: usize = 64;
+/// Children of a node walked in place to find a literal name before the child table
+/// is asked: the few children of a small node sit near each other in `nodes`, while a
+/// probe of the table (one entry per node of the tree) lands anywhere in it. At ten
+/// million series the table is far bigger than the cache, and `bench.*.cpu.user` made
+/// two such probes per host.
+const WALK_MAX: usize = 16;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -133,8 +139,9 @@ pub(crate) struct Tree {
     /// The children of wide nodes (at least [`SORTED_MIN`]) sorted by name, built by the
     /// first wildcard scan of the node and dropped when its children change.
     sorted: Mutex<HashMap<u32, Arc<[u32]>>>,
-    /// Wide nodes get sorted children (off: always the plain list scan, the tests'
-    /// reference).
+    /// The fast paths: wide nodes get sorted children, small nodes are walked in place
+    /// for a literal name and visited in name order (off: always the plain list scan
+    /// and the child table, the tests' reference).
     sort_wide: bool,
 }
 
@@ -302,7 +309,12 @@ impl Tree {
         }
         let wide = n == SORTED_MIN && list.next().is_some();
         if !wide {
-            for &c in first.get(..n).unwrap_or_default() {
+            let few = first.get_mut(..n).unwrap_or_default();
+            // in name order, so that a find's answer mostly comes out sorted already
+            if self.sort_wide && few.len() > 1 {
+                few.sort_unstable_by(|&a, &b| self.name_of(a).cmp(self.name_of(b)));
+            }
+            for &c in few.iter() {
                 each(c);
             }
         } else if !self.sort_wide {
@@ -319,6 +331,57 @@ impl Tree {
                 each(c);
             }
         }
+    }
+
+    /// [`walk_for`](Self::walk_for) of one name, without allocating: `Some(None)` when
+    /// `cur` has few children and none is named `sym`.
+    fn walk_for_one(&self, cur: u32, sym: u32) -> Option<Option<u32>> {
+        if !self.sort_wide {
+            return None;
+        }
+        let mut c = self.node(cur)?.first_child;
+        for _ in 0..WALK_MAX {
+            if c == NONE {
+                return Some(None);
+            }
+            let n = self.node(c)?;
+            if n.sym == sym {
+                return Some(Some(c));
+            }
+            c = n.next_sibling;
+        }
+        (c == NONE).then_some(None)
+    }
+
+    /// The children of `cur` named by `syms`, in name order, found by walking its
+    /// children in place; `None` when it has more than [`WALK_MAX`] (then the child
+    /// table answers) or the fast paths are off.
+    fn walk_for(&self, cur: u32, syms: &[u32]) -> Option<Vec<u32>> {
+        if !self.sort_wide || syms.is_empty() {
+            return None;
+        }
+        let mut found = Vec::new();
+        let mut c = self.node(cur)?.first_child;
+        let mut walked = 0;
+        while c != NONE {
+            if walked == WALK_MAX {
+                return None;
+            }
+            walked += 1;
+            let n = self.node(c)?;
+            if syms.contains(&n.sym) {
+                found.push(c);
+                // siblings have distinct names
+                if found.len() == syms.len() {
+                    break;
+                }
+            }
+            c = n.next_sibling;
+        }
+        if found.len() > 1 {
+            found.sort_unstable_by(|&a, &b| self.name_of(a).cmp(self.name_of(b)));
+        }
+        Some(found)
     }
 
     fn children_of(&self, id: u32) -> impl Iterator<Item = u32> + '_ {
@@ -388,8 +451,14 @@ impl Tree {
         let mut out = Vec::new();
         let mut prefix = String::new();
         self.find_from(ROOT, &compiled, &mut prefix, &mut out);
-        // a leaf before the branch of the same path
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some())));
+        // a leaf before the branch of the same path; names visited in name order mostly
+        // give paths in order already (not always: `a.b.x` sorts after `a.b-c`)
+        let order = |a: &(String, Option<u32>), b: &(String, Option<u32>)| {
+            a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some()))
+        };
+        if !out.is_sorted_by(|a, b| order(a, b).is_le()) {
+            out.sort_unstable_by(order);
+        }
         out.dedup();
         out
     }
@@ -431,13 +500,30 @@ impl Tree {
                     self.globstar_dirs(cur, rest, prefix, out);
                 }
             }
-            Step::Syms(syms) => {
-                for &sym in syms {
-                    if let Some(c) = self.child(cur, sym) {
+            Step::Syms(syms) if syms.len() == 1 => {
+                let sym = syms.first().copied().unwrap_or(NONE);
+                let c = match self.walk_for_one(cur, sym) {
+                    Some(found) => found,
+                    None => self.child(cur, sym),
+                };
+                if let Some(c) = c {
+                    enter(self, c, prefix, out);
+                }
+            }
+            Step::Syms(syms) => match self.walk_for(cur, syms) {
+                Some(found) => {
+                    for c in found {
                         enter(self, c, prefix, out);
                     }
                 }
-            }
+                None => {
+                    for &sym in syms {
+                        if let Some(c) = self.child(cur, sym) {
+                            enter(self, c, prefix, out);
+                        }
+                    }
+                }
+            },
             Step::Stars(g) => {
                 self.children_with_prefix(cur, g.prefix(), &mut |c| {
                     if g.matches(self.name_of(c).as_bytes()) {
@@ -924,6 +1010,94 @@ mod tests {
             back.push(p.clone());
         }
         for p in ["h0005.cpu.user", "h01.cpu.user", "w.n1000", "h000a"] {
+            fast.insert(p, 20_000);
+            plain.insert(p, 20_000);
+            back.push(p.to_string());
+        }
+        check(&fast, &plain, &back, "re-added");
+    }
+
+    /// Literal names found by walking a small node's children in place, and small nodes
+    /// visited in name order, answer what the child table and a plain scan answer, and
+    /// what filtering every path answers: nodes with fewer and more children than
+    /// [`WALK_MAX`], braces (a name twice too), names that sort before `.` (so paths
+    /// do not come out in order), leaf-and-branch paths, and after removals and re-adds.
+    #[test]
+    fn walked_children_find_what_a_filter_finds() {
+        let mut paths: Vec<String> = Vec::new();
+        for i in 0..40 {
+            // node `n{i}` has i + 1 children: across WALK_MAX
+            for k in 0..=i {
+                paths.push(format!("n{i:02}.c{k:02}.user"));
+                if k % 3 == 0 {
+                    paths.push(format!("n{i:02}.c{k:02}.sys"));
+                }
+            }
+            paths.push(format!("n{i:02}.c00-x.user"));
+            paths.push(format!("n{i:02}.c00+y"));
+        }
+        paths.push("n05.c00".to_string());
+        paths.push("n05.c01.user.deeper".to_string());
+        let mut fast = Tree::default();
+        let mut plain = Tree {
+            sort_wide: false,
+            ..Tree::default()
+        };
+        for (i, p) in paths.iter().enumerate() {
+            fast.insert(p, i as u32);
+            plain.insert(p, i as u32);
+        }
+        let patterns = [
+            "*.c00.user",
+            "*.c15.user",
+            "*.c16.*",
+            "*.c39.sys",
+            "n3*.c3?.user",
+            "*.{c01,c20,c00-x}.user",
+            "*.{c02,c02}.{user,sys}",
+            "n05.c00",
+            "n05.c01.user",
+            "n05.*",
+            "n1[0-5].*.*",
+            "*.c00+y",
+            "*.nothing.user",
+            "n0{1,7}.c0*",
+            "*.*.user",
+        ];
+        let globstars = ["**.user", "n05.**", "*.c01.**.deeper"];
+        let check = |fast: &Tree, plain: &Tree, live: &[String], round: &str| {
+            for pat in patterns {
+                let got = find(fast, pat);
+                assert_eq!(got, find(plain, pat), "{round}: {pat}");
+                assert_eq!(got, filtered(live, pat), "{round}: {pat}");
+            }
+            for pat in globstars {
+                assert_eq!(find(fast, pat), find(plain, pat), "{round}: {pat}");
+            }
+        };
+        check(&fast, &plain, &paths, "built");
+        let gone: Vec<(String, u32)> = paths
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| i % 4 == 1 || p.starts_with("n07"))
+            .map(|(i, p)| (p.clone(), i as u32))
+            .collect();
+        let removals = || gone.iter().map(|(p, i)| (p.as_str(), *i));
+        assert_eq!(fast.remove_many(removals()), gone.len());
+        assert_eq!(plain.remove_many(removals()), gone.len());
+        let live: Vec<String> = paths
+            .iter()
+            .filter(|p| !gone.iter().any(|(g, _)| g == *p))
+            .cloned()
+            .collect();
+        check(&fast, &plain, &live, "removed");
+        let mut back = live.clone();
+        for (k, (p, _)) in gone.iter().enumerate().filter(|(k, _)| k % 2 == 0) {
+            fast.insert(p, 10_000 + k as u32);
+            plain.insert(p, 10_000 + k as u32);
+            back.push(p.clone());
+        }
+        for p in ["n07.c15.user", "n02.c99.user", "n02.c00-x.user.more"] {
             fast.insert(p, 20_000);
             plain.insert(p, 20_000);
             back.push(p.to_string());
