@@ -284,15 +284,8 @@ impl Store {
     /// that a [`plan_fetch_hinted`](Self::plan_fetch_hinted) of these paths need not
     /// look each name up again among all the names.
     pub fn find_hinted(&self, pattern: &PathPattern, hint: &mut crate::LeafHint) -> Vec<FindEntry> {
-        let found = self.inner.index.read().find_ids(pattern);
         let mut ids = Vec::new();
-        let entries = found
-            .into_iter()
-            .map(|(entry, id)| {
-                ids.extend(id);
-                entry
-            })
-            .collect();
+        let entries = self.inner.index.read().find_noting(pattern, &mut ids);
         hint.add(ids);
         entries
     }
