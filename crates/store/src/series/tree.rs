@@ -422,6 +422,34 @@ impl Tree {
     /// [`find`](Self::find) with each leaf's series: `(path, Some(series))` for a
     /// leaf, `(path, None)` for a branch.
     pub(crate) fn find_ids(&self, pattern: &PathPattern) -> Vec<(String, Option<u32>)> {
+        let mut out = Vec::new();
+        self.walk(pattern, &mut |path, leaf| {
+            out.push((path.to_string(), leaf))
+        });
+        // a leaf before the branch of the same path; names visited in name order mostly
+        // give paths in order already (not always: `a.b.x` sorts after `a.b-c`)
+        let order = |a: &(String, Option<u32>), b: &(String, Option<u32>)| {
+            a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some()))
+        };
+        if !out.is_sorted_by(|a, b| order(a, b).is_le()) {
+            out.sort_unstable_by(order);
+        }
+        out.dedup();
+        out
+    }
+
+    /// The series of the leaves matching `pattern`, in the order the walk meets them
+    /// (mostly sorted by path, possibly twice under a globstar), without building a
+    /// path for each.
+    pub(crate) fn find_leaves(&self, pattern: &PathPattern) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.walk(pattern, &mut |_, leaf| out.extend(leaf));
+        out
+    }
+
+    /// Hands every node matching `pattern` to `out` as `(path, series of a leaf or
+    /// None for a branch)`.
+    fn walk(&self, pattern: &PathPattern, out: &mut dyn FnMut(&str, Option<u32>)) {
         // resolve literal node names to symbols once: a name the tree never saw matches
         // nothing, and lookups need no string hashing per visited node
         // the text of each node, as PathPattern::parse cut it (backslashes removed)
@@ -448,19 +476,8 @@ impl Tree {
                 }
             })
             .collect();
-        let mut out = Vec::new();
         let mut prefix = String::new();
-        self.find_from(ROOT, &compiled, &mut prefix, &mut out);
-        // a leaf before the branch of the same path; names visited in name order mostly
-        // give paths in order already (not always: `a.b.x` sorts after `a.b-c`)
-        let order = |a: &(String, Option<u32>), b: &(String, Option<u32>)| {
-            a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some()))
-        };
-        if !out.is_sorted_by(|a, b| order(a, b).is_le()) {
-            out.sort_unstable_by(order);
-        }
-        out.dedup();
-        out
+        self.find_from(ROOT, &compiled, &mut prefix, out);
     }
 
     /// graphite-web's `_find_paths(current_dir, patterns)`; `prefix` is the path of
@@ -470,14 +487,14 @@ impl Tree {
         cur: u32,
         pats: &[Step<'_>],
         prefix: &mut String,
-        out: &mut Vec<(String, Option<u32>)>,
+        out: &mut dyn FnMut(&str, Option<u32>),
     ) {
         let Some((pat, rest)) = pats.split_first() else {
             return;
         };
         let base = prefix.len();
         let enter =
-            |this: &Tree, c: u32, prefix: &mut String, out: &mut Vec<(String, Option<u32>)>| {
+            |this: &Tree, c: u32, prefix: &mut String, out: &mut dyn FnMut(&str, Option<u32>)| {
                 if base > 0 {
                     prefix.push('.');
                 }
@@ -547,7 +564,7 @@ impl Tree {
         cur: u32,
         rest: &[Step<'_>],
         prefix: &mut String,
-        out: &mut Vec<(String, Option<u32>)>,
+        out: &mut dyn FnMut(&str, Option<u32>),
     ) {
         let base = prefix.len();
         for c in self.children_of(cur) {
@@ -569,7 +586,7 @@ impl Tree {
         &self,
         cur: u32,
         prefix: &mut String,
-        out: &mut Vec<(String, Option<u32>)>,
+        out: &mut dyn FnMut(&str, Option<u32>),
     ) {
         let base = prefix.len();
         for c in self.children_of(cur) {
@@ -585,12 +602,12 @@ impl Tree {
         }
     }
 
-    fn emit(&self, c: u32, path: &str, out: &mut Vec<(String, Option<u32>)>) {
+    fn emit(&self, c: u32, path: &str, out: &mut dyn FnMut(&str, Option<u32>)) {
         if let Some(series) = self.leaf_of(c) {
-            out.push((path.to_string(), Some(series)));
+            out(path, Some(series));
         }
         if self.is_branch(c) {
-            out.push((path.to_string(), None));
+            out(path, None);
         }
     }
 
