@@ -114,22 +114,28 @@ fn place(class: &ClassInfo, ts: i64, now: i64, max_future: i64) -> Placed {
 }
 
 impl Inner {
-    /// Whether a bulk load (an import, a partition copy) may write now: the store is
-    /// open, its WAL healthy, the disk not full, and the head not four times
-    /// `flush_bytes` (`Backpressure`: wait and load the series again).
-    pub(crate) fn admit_bulk(&self) -> Result<(), StoreError> {
+    /// Whether the store takes writes at all: open, and its WAL not failed.
+    fn check_open(&self) -> Result<(), StoreError> {
         if self.admission.is_closed() {
             return Err(StoreError::Closed);
         }
-        if let Some(e) = self.wal.failure() {
-            return Err(StoreError::Poisoned(e));
+        match self.wal.failure() {
+            Some(e) => Err(StoreError::Poisoned(e)),
+            None => Ok(()),
         }
+    }
+
+    /// Whether a write (an append, an import, a partition copy) may go ahead now: the
+    /// store is open, its WAL healthy, the disk not full, and the head not four times
+    /// `flush_bytes` (`Backpressure`: wait and send the same points again).
+    pub(crate) fn admit(&self) -> Result<(), StoreError> {
+        self.check_open()?;
         self.admission.check_disk(&self.metrics)?;
         let held = self.head.held_bytes();
         if held > self.opts.flush_bytes.saturating_mul(4) {
             self.workers.wake();
             return Err(StoreError::Backpressure(format!(
-                "the head holds {held} bytes, four times flush_bytes: flushes are behind"
+                "the head holds {held} bytes, four times flush_bytes: flushes are failing or far behind"
             )));
         }
         Ok(())
@@ -235,24 +241,13 @@ impl Inner {
         ids: &mut Vec<u32>,
     ) -> Result<AppendOutcome, StoreError> {
         ids.clear();
-        if self.admission.is_closed() {
-            return Err(StoreError::Closed);
-        }
-        if let Some(e) = self.wal.failure() {
-            return Err(StoreError::Poisoned(e));
-        }
         let mut out = AppendOutcome::default();
         if batch.is_empty() {
+            // nothing to write, so nothing to refuse for want of room
+            self.check_open()?;
             return Ok(out);
         }
-        self.admission.check_disk(&self.metrics)?;
-        let held = self.head.held_bytes();
-        if held > self.opts.flush_bytes.saturating_mul(4) {
-            self.workers.wake();
-            return Err(StoreError::Backpressure(format!(
-                "the head holds {held} bytes, four times flush_bytes: flushes are failing or far behind"
-            )));
-        }
+        self.admit()?;
         let now = now.unwrap_or_else(|| self.now());
         ids.reserve(batch.len());
         self.resolve(batch, ids)?;

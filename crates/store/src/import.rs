@@ -81,7 +81,7 @@ impl Store {
         archives: &[Vec<(i64, f64)>],
     ) -> Result<ImportOutcome, StoreError> {
         let inner = &self.inner;
-        inner.admit_bulk()?;
+        inner.admit()?;
         let mut out = ImportOutcome::default();
         let (id, class) = {
             let found = {

@@ -145,7 +145,7 @@ impl Store {
     /// wait and load the series again (loading twice writes the same values).
     pub fn load_direct(&self, s: &DirectSeries) -> Result<u64, StoreError> {
         let inner = &self.inner;
-        inner.admit_bulk()?;
+        inner.admit()?;
         let name = s.name.as_str();
         let (id, class, created) = {
             let found = {
