@@ -28,12 +28,6 @@ const ROOT: u32 = 0;
 /// Children a node needs before a wildcard scan sorts them into an array: below it the
 /// linked list is as fast and the array is not worth its memory.
 const SORTED_MIN: usize = 64;
-/// Children of a node walked in place to find a literal name before the child table
-/// is asked: the few children of a small node sit near each other in `nodes`, while a
-/// probe of the table (one entry per node of the tree) lands anywhere in it. At ten
-/// million series the table is far bigger than the cache, and `bench.*.cpu.user` made
-/// two such probes per host.
-const WALK_MAX: usize = 16;
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -139,9 +133,8 @@ pub(crate) struct Tree {
     /// The children of wide nodes (at least [`SORTED_MIN`]) sorted by name, built by the
     /// first wildcard scan of the node and dropped when its children change.
     sorted: Mutex<HashMap<u32, Arc<[u32]>>>,
-    /// The fast paths: wide nodes get sorted children, small nodes are walked in place
-    /// for a literal name and visited in name order (off: always the plain list scan
-    /// and the child table, the tests' reference).
+    /// The fast paths: wide nodes get sorted children, small nodes are visited in name
+    /// order (off: always the plain list scan, the tests' reference).
     sort_wide: bool,
 }
 
@@ -333,57 +326,6 @@ impl Tree {
         }
     }
 
-    /// [`walk_for`](Self::walk_for) of one name, without allocating: `Some(None)` when
-    /// `cur` has few children and none is named `sym`.
-    fn walk_for_one(&self, cur: u32, sym: u32) -> Option<Option<u32>> {
-        if !self.sort_wide {
-            return None;
-        }
-        let mut c = self.node(cur)?.first_child;
-        for _ in 0..WALK_MAX {
-            if c == NONE {
-                return Some(None);
-            }
-            let n = self.node(c)?;
-            if n.sym == sym {
-                return Some(Some(c));
-            }
-            c = n.next_sibling;
-        }
-        (c == NONE).then_some(None)
-    }
-
-    /// The children of `cur` named by `syms`, in name order, found by walking its
-    /// children in place; `None` when it has more than [`WALK_MAX`] (then the child
-    /// table answers) or the fast paths are off.
-    fn walk_for(&self, cur: u32, syms: &[u32]) -> Option<Vec<u32>> {
-        if !self.sort_wide || syms.is_empty() {
-            return None;
-        }
-        let mut found = Vec::new();
-        let mut c = self.node(cur)?.first_child;
-        let mut walked = 0;
-        while c != NONE {
-            if walked == WALK_MAX {
-                return None;
-            }
-            walked += 1;
-            let n = self.node(c)?;
-            if syms.contains(&n.sym) {
-                found.push(c);
-                // siblings have distinct names
-                if found.len() == syms.len() {
-                    break;
-                }
-            }
-            c = n.next_sibling;
-        }
-        if found.len() > 1 {
-            found.sort_unstable_by(|&a, &b| self.name_of(a).cmp(self.name_of(b)));
-        }
-        Some(found)
-    }
-
     fn children_of(&self, id: u32) -> impl Iterator<Item = u32> + '_ {
         let mut c = self.node(id).map_or(NONE, |n| n.first_child);
         std::iter::from_fn(move || {
@@ -517,30 +459,13 @@ impl Tree {
                     self.globstar_dirs(cur, rest, prefix, out);
                 }
             }
-            Step::Syms(syms) if syms.len() == 1 => {
-                let sym = syms.first().copied().unwrap_or(NONE);
-                let c = match self.walk_for_one(cur, sym) {
-                    Some(found) => found,
-                    None => self.child(cur, sym),
-                };
-                if let Some(c) = c {
-                    enter(self, c, prefix, out);
-                }
-            }
-            Step::Syms(syms) => match self.walk_for(cur, syms) {
-                Some(found) => {
-                    for c in found {
+            Step::Syms(syms) => {
+                for &sym in syms {
+                    if let Some(c) = self.child(cur, sym) {
                         enter(self, c, prefix, out);
                     }
                 }
-                None => {
-                    for &sym in syms {
-                        if let Some(c) = self.child(cur, sym) {
-                            enter(self, c, prefix, out);
-                        }
-                    }
-                }
-            },
+            }
             Step::Stars(g) => {
                 self.children_with_prefix(cur, g.prefix(), &mut |c| {
                     if g.matches(self.name_of(c).as_bytes()) {
@@ -1034,16 +959,16 @@ mod tests {
         check(&fast, &plain, &back, "re-added");
     }
 
-    /// Literal names found by walking a small node's children in place, and small nodes
-    /// visited in name order, answer what the child table and a plain scan answer, and
-    /// what filtering every path answers: nodes with fewer and more children than
-    /// [`WALK_MAX`], braces (a name twice too), names that sort before `.` (so paths
-    /// do not come out in order), leaf-and-branch paths, and after removals and re-adds.
+    /// Small nodes visited in name order (and the find's sort skipped when the walk gave
+    /// its answer in order) answer what a plain scan answers, and what filtering every
+    /// path answers: nodes of 1 to 40 children, literal names and braces (a name twice
+    /// too), names that sort before `.` (so paths do not come out in order),
+    /// leaf-and-branch paths, and after removals and re-adds.
     #[test]
     fn walked_children_find_what_a_filter_finds() {
         let mut paths: Vec<String> = Vec::new();
         for i in 0..40 {
-            // node `n{i}` has i + 1 children: across WALK_MAX
+            // node `n{i}` has i + 1 children
             for k in 0..=i {
                 paths.push(format!("n{i:02}.c{k:02}.user"));
                 if k % 3 == 0 {
