@@ -8,7 +8,10 @@
 # partition 0 from node 1 to a new node 4. Prints the dump's size (the partition's
 # direct writes as copied, 16 bytes a point plus names), the seconds from node 4's
 # start to counting as the partition's replica (process start, copy, catch-up), the
-# copy alone (from node 4's log), and both per GiB of dump.
+# copy alone (from node 4's log), and both per GiB of dump. With
+# SUMI_MOVE_LOAD_RATE=N, a second `sumi bench` sends N points a second (to 10,000 other
+# series, one point a second each) from 3 s before the move until node 4 counts, and
+# the points Kafka acknowledged meanwhile are printed too.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,8 +48,27 @@ time.sleep(1.5)
 while any(total(metrics(env["NODE%d_HTTP" % n]), "sumi_cluster_consume_lag_records") > 0 for n in (1, 2, 3)):
     time.sleep(0.5)
 print("%d points in Kafka and on every replica; moving partition 0 from node 1 to node 4" % (series * points), file=sys.stderr)
+rate = int(os.environ.get("SUMI_MOVE_LOAD_RATE", "0") or 0)
+load = None
+if rate > 0:
+    load = subprocess.Popen(
+        [env["SUMI_BIN"], "bench", "--carbon", env["INGEST_CARBON"], "--http", env["INGEST_HTTP"],
+         "--series", "10000", "--points", "300", "--step", "1", "--rate", str(rate),
+         "--no-progress", "--probes", "0",
+         "--stall-timeout", "600", "--prefix", "moveload2"],
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(dir, "move-load.log"), "w"))
+    time.sleep(3)
+    during0 = total(metrics(env["INGEST_HTTP"]), "sumi_cluster_produce_points_total")
+    t_move = time.time()
 out = subprocess.run([os.path.join(here, "cluster-move.sh"), dir, "0", "1", "4"],
                      check=True, capture_output=True, text=True).stdout
+if load is not None:
+    during = total(metrics(env["INGEST_HTTP"]), "sumi_cluster_produce_points_total") - during0
+    secs = time.time() - t_move
+    load.kill()
+    load.wait()
+    print("write load during the move: %d points acknowledged in %.1f s (%.0f points/s)"
+          % (during, secs, during / secs))
 m = re.search(r"after ([0-9.]+) s", out)
 counted = float(m.group(1))
 log = open(os.path.join(dir, "node4", "sumi.log")).read()

@@ -18,9 +18,12 @@
 # storage nodes as [[cluster.peers]], so any node answers reads for the whole cluster
 # (a read waits $SUMI_CLUSTER_READ_TIMEOUT_MS, default 5000, for one peer).
 # $SUMI_CLUSTER_SETTINGS, when set, is written into every node's [cluster] section (for
-# example 'compression = "zstd"'). The sumi binary is $SUMI_BIN, or the newest of
-# target/{debug,release}/sumi. scripts/cluster-node.sh starts, stops or kills a storage
-# node; scripts/cluster-down.sh stops everything.
+# example 'compression = "lz4"'); $SUMI_NODE_TOML, when set, is written into every
+# node's sumi.toml before its [carbon] section (tables such as [[anomaly]] rules or
+# [auth]; scripts/cluster-move.sh keeps them, and gives them to a new node). The sumi
+# binary is $SUMI_BIN, or the newest of target/{debug,release}/sumi.
+# scripts/cluster-node.sh starts, stops or kills a storage node;
+# scripts/cluster-down.sh stops everything.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -86,6 +89,7 @@ for n in 0 1 2 3; do
   fi
   cat >"$nd/sumi.toml" <<TOML
 data_dir = "$nd/data"
+${SUMI_NODE_TOML:-}
 
 [carbon]
 listen = "$carbon"

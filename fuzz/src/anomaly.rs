@@ -1,6 +1,7 @@
 //! Fuzz target for the anomaly detector's saved state (`sumi_anomaly::codec`).
 //!
-//! - [`anomaly_state`] restores a detector from the input under the default settings.
+//! - [`anomaly_state`] restores a detector from the input under the default settings
+//!   and under the two-stage ones (`block = 16`, state version 5).
 //!   Accepted outcomes, anything else panics: a `DecodeError` with a message; or a
 //!   detector that saves back to exactly the input and then scores further points with
 //!   scores in `[0, 1]` (or `None`) without panicking.
@@ -17,8 +18,20 @@ use sumi_anomaly::events::{event_id, Event, Tracker};
 use sumi_anomaly::state_file;
 use sumi_anomaly::{Config, Detector};
 
+/// The two-stage settings the seeds and the target use.
+fn two_stage() -> Config {
+    let mut cfg = Config::default();
+    cfg.set("block", "16").expect("block");
+    cfg
+}
+
 pub fn anomaly_state(data: &[u8]) {
-    match Detector::restore(Config::default(), data) {
+    restore_and_run(Config::default(), data);
+    restore_and_run(two_stage(), data);
+}
+
+fn restore_and_run(cfg: Config, data: &[u8]) {
+    match Detector::restore(cfg, data) {
         Err(e) => assert!(!e.to_string().is_empty()),
         Ok(mut det) => {
             assert_eq!(
@@ -37,11 +50,19 @@ pub fn anomaly_state(data: &[u8]) {
     }
 }
 
-/// Saved states after 0, 20, 600 and 1,500 points of a bumpy series.
+/// Saved states after 0, 20, 600 and 1,500 points of a bumpy series, single-stage
+/// and two-stage.
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
-    for (name, n) in [("empty", 0), ("warmup", 20), ("full", 600), ("long", 1500)] {
-        let mut det = Detector::new(Config::default());
+    for (name, n, cfg) in [
+        ("empty", 0, Config::default()),
+        ("warmup", 20, Config::default()),
+        ("full", 600, Config::default()),
+        ("long", 1500, Config::default()),
+        ("two-stage-warmup", 20, two_stage()),
+        ("two-stage-long", 1500, two_stage()),
+    ] {
+        let mut det = Detector::new(cfg);
         for i in 0..n {
             let v = 10.0 * (i as f64 / 30.0).sin() + if i % 400 == 399 { 50.0 } else { 0.0 };
             det.update(i as i64 * 60, v);

@@ -10,12 +10,15 @@
 //! a message, the batch as it was. Odd: points built from the input (names from a small
 //! alphabet sharing prefixes and first UTF-8 bytes, timestamps as deltas or raw bits,
 //! values as short decimals or raw bits) are encoded in version 1 (bit 1 of the first
-//! byte set) or 2 and must decode to exactly those points, bit for bit.
+//! byte set), 3 with the GrowthForecast flag (bit 2 set) or 2, and must decode to
+//! exactly those points (and flags), bit for bit.
 //!
 //! The seed corpus is generated: [`seeds`].
 
 use crate::Input;
-use sumi_cluster::record::{decode_into, encode, encode_version, peek_arrival, RECORD_VERSIONS};
+use sumi_cluster::record::{
+    decode_into, encode, encode_flagged, encode_version, peek_arrival, FLAG_GRAPH, RECORD_VERSIONS,
+};
 use sumi_model::Batch;
 
 fn points(b: &Batch) -> Vec<(String, i64, u64)> {
@@ -31,7 +34,14 @@ pub fn cluster_record(data: &[u8]) {
     if mode % 2 == 0 {
         decode_check(rest);
     } else {
-        roundtrip(rest, if mode & 2 != 0 { 1 } else { 2 });
+        let version = if mode & 4 != 0 {
+            3
+        } else if mode & 2 != 0 {
+            1
+        } else {
+            2
+        };
+        roundtrip(rest, version);
     }
 }
 
@@ -53,7 +63,11 @@ fn decode_check(bytes: &[u8]) {
                 mine.push(n, p.ts, p.value);
             }
             for version in RECORD_VERSIONS {
-                let again = encode_version(&mine, d.arrival, version);
+                let again = if version == 3 {
+                    encode_flagged(&mine, d.arrival, d.flags)
+                } else {
+                    encode_version(&mine, d.arrival, version)
+                };
                 let mut back = Batch::new();
                 let d2 = decode_into(&again, &mut back).expect("a re-encoded record decodes");
                 assert_eq!(d2.arrival, d.arrival);
@@ -96,11 +110,17 @@ fn roundtrip(data: &[u8], version: u8) {
         };
         batch.push(name, ts, value);
     }
-    let bytes = encode_version(&batch, arrival, version);
+    let flags = if version == 3 { FLAG_GRAPH } else { 0 };
+    let bytes = if version == 3 {
+        encode_flagged(&batch, arrival, flags)
+    } else {
+        encode_version(&batch, arrival, version)
+    };
     assert_eq!(bytes[0], version);
     let mut out = Batch::new();
     let d = decode_into(&bytes, &mut out).expect("an encoded record decodes");
     assert_eq!(d.arrival, arrival);
+    assert_eq!(d.flags, flags);
     assert_eq!(d.points as usize, batch.len());
     assert_eq!(points(&out), points(&batch), "points changed on the way");
 }
@@ -119,6 +139,8 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     decode.extend(encode_version(&b, 1_700_000_005, 1));
     let mut decode2 = vec![0u8];
     decode2.extend(encode(&b, 1_700_000_005));
+    let mut decode3 = vec![0u8];
+    decode3.extend(encode_flagged(&b, 1_700_000_005, FLAG_GRAPH));
     let mut empty = vec![0u8];
     empty.extend(encode_version(&Batch::new(), 0, 1));
     let mut empty2 = vec![0u8];
@@ -133,13 +155,18 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut build1 = vec![3u8];
     build1.extend_from_slice(&1_700_000_000u64.to_le_bytes());
     build1.extend_from_slice(&body);
+    let mut build3 = vec![5u8];
+    build3.extend_from_slice(&1_700_000_000u64.to_le_bytes());
+    build3.extend_from_slice(&body);
     vec![
         ("record", decode),
         ("record_v2", decode2),
+        ("record_v3", decode3),
         ("empty", empty),
         ("empty_v2", empty2),
         ("built", build),
         ("built_v1", build1),
+        ("built_v3", build3),
     ]
 }
 

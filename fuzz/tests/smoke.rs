@@ -10,6 +10,7 @@ fn every_target_survives_a_short_seeded_run() {
     let artifacts = std::env::temp_dir().join("sumi-fuzz-artifacts");
     let out = Command::new(env!("CARGO_BIN_EXE_fuzz-smoke"))
         .args(["--secs", "2", "--seed", "20261122", "--corpus", corpus])
+        .args(["--min-iters", &MIN_INPUTS.to_string()])
         .arg("--artifacts")
         .arg(&artifacts)
         .output()
@@ -34,8 +35,9 @@ fn every_target_survives_a_short_seeded_run() {
     }
 }
 
-/// Inputs each target must get through in its two seconds (of a debug build), so that
-/// a target that stopped doing work, or became too slow to find anything, fails.
+/// Inputs each target must get through (of a debug build; the driver gives it up to 20 s
+/// on a loaded machine), so that a target that stopped doing work, or became too slow to
+/// find anything, fails.
 const MIN_INPUTS: u64 = 1000;
 
 /// The inputs and seeds of a driver line

@@ -5,6 +5,8 @@
 //! ```text
 //! cargo run --release -p sumi-anomaly --example many_series -- [SERIES] [POINTS]
 //! ```
+//! `SUMI_ANOMALY="block=16"` sets detector settings as the NAB harness does (the
+//! two-stage design, for example).
 //! Defaults: 100,000 series × 60 points (`sumi bench`'s workload). Prints the CPU time
 //! per point and the share of points given a score above 0. The values are a noisy
 //! random walk per series (a deterministic generator, no randomness between runs).
@@ -17,9 +19,16 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let series: usize = args.next().map_or(100_000, |a| a.parse().expect("SERIES"));
     let points: usize = args.next().map_or(60, |a| a.parse().expect("POINTS"));
-    let mut dets: Vec<Detector> = (0..series)
-        .map(|_| Detector::new(Config::default()))
-        .collect();
+    let mut cfg = Config::default();
+    if let Ok(over) = std::env::var("SUMI_ANOMALY") {
+        for kv in over.split(',').filter(|s| !s.trim().is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            cfg.set(k, v).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    // one copy of the settings for all, as the server shares a rule's
+    let cfg = std::sync::Arc::new(cfg);
+    let mut dets: Vec<Detector> = (0..series).map(|_| Detector::new(cfg.clone())).collect();
     let mut level: Vec<f64> = vec![50.0; series];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut draw = move || {

@@ -12,8 +12,14 @@
 //! profile_len × u8 (points learnt per profile bin)
 //! resid_fast f64 | resid_usual f64 | resid_n u32
 //! has_first_scored u8 | first_scored i64
+//! (version 5 only, two-stage detectors: the first stage)
+//!   block u32 | has_last_ts u8 | last_ts i64 | seen u64 | ignored u64 | step f64
+//!   level f64 | dev f64 | prev f64 | jump f64 | jump_fast f64 | peak f64 | sum f64 | count u32
+//!   flat_run u32 | flat_max u32 | since_alarm u64 | has_first_scored u8 | first_scored i64
 //! crc32c u32 of everything before it
 //! ```
+//! A single-stage detector (`Config::block` 0 or 1) is saved as version 4, exactly as
+//! before the two-stage design existed; a two-stage one as version 5.
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
 //!
@@ -29,6 +35,8 @@ use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
 const VERSION: u8 = 4;
+/// Two-stage detectors: version 4 followed by the first stage.
+const VERSION_TWO_STAGE: u8 = 5;
 
 /// Why saved state could not be restored.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -38,7 +46,7 @@ pub enum DecodeError {
     #[error("anomaly state: bad magic (not a detector state)")]
     BadMagic,
     #[error(
-        "anomaly state: version {0} is not supported (this build reads version {VERSION} only; \
+        "anomaly state: version {0} is not supported (this build reads version {VERSION} only, and {VERSION_TWO_STAGE} for two-stage detectors; \
          state saved by another build is relearnt or rebuilt from stored history)"
     )]
     Version(u8),
@@ -60,7 +68,8 @@ impl Detector {
         let st = &self.st;
         let mut b = Vec::with_capacity(64 + st.ring.len() * 8 + st.table.len());
         b.extend_from_slice(MAGIC);
-        b.push(VERSION);
+        let two = self.config().two_stage();
+        b.push(if two { VERSION_TWO_STAGE } else { VERSION });
         for v in [self.config().window, self.config().context] {
             b.extend_from_slice(&(v as u32).to_le_bytes());
         }
@@ -98,6 +107,33 @@ impl Detector {
         b.extend_from_slice(&st.resid_n.to_le_bytes());
         b.push(u8::from(st.first_scored.is_some()));
         b.extend_from_slice(&st.first_scored.unwrap_or(0).to_le_bytes());
+        if two {
+            let g = &self.gate;
+            b.extend_from_slice(&(self.config().block as u32).to_le_bytes());
+            b.push(u8::from(g.last_ts.is_some()));
+            b.extend_from_slice(&g.last_ts.unwrap_or(0).to_le_bytes());
+            for v in [g.seen, g.ignored] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            for v in [
+                g.step,
+                g.level,
+                g.dev,
+                g.prev,
+                g.jump,
+                g.jump_fast,
+                g.peak,
+                g.sum,
+            ] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            for v in [g.count, g.flat_run, g.flat_max] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend_from_slice(&g.since_alarm.to_le_bytes());
+            b.push(u8::from(g.first_scored.is_some()));
+            b.extend_from_slice(&g.first_scored.unwrap_or(0).to_le_bytes());
+        }
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
@@ -105,7 +141,11 @@ impl Detector {
 
     /// A detector continuing from `bytes` (written by [`Detector::save`]) under `cfg`,
     /// which must have the same window, context and table sizes.
-    pub fn restore(cfg: Config, bytes: &[u8]) -> Result<Detector, DecodeError> {
+    pub fn restore(
+        cfg: impl Into<std::sync::Arc<Config>>,
+        bytes: &[u8],
+    ) -> Result<Detector, DecodeError> {
+        let cfg = cfg.into();
         cfg.validate()
             .map_err(|_| DecodeError::Invalid("configuration invalid", 0))?;
         if bytes.len() < MAGIC.len() + 1 + 4 {
@@ -117,7 +157,7 @@ impl Detector {
             return Err(DecodeError::BadMagic);
         }
         let version = r.u8()?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_TWO_STAGE {
             return Err(DecodeError::Version(version));
         }
         let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
@@ -247,6 +287,24 @@ impl Detector {
             (1, t) => Some(t),
             _ => return Err(DecodeError::Invalid("bad first score time", r.at - 9)),
         };
+        let saved_block = if version == VERSION_TWO_STAGE {
+            r.u32()? as u64
+        } else {
+            0
+        };
+        let configured = if cfg.two_stage() { cfg.block as u64 } else { 0 };
+        if saved_block != configured {
+            return Err(DecodeError::ConfigMismatch {
+                what: "block",
+                saved: saved_block,
+                configured,
+            });
+        }
+        let gate = if version == VERSION_TWO_STAGE {
+            read_gate(&mut r, cfg.block)?
+        } else {
+            crate::detector::Gate::default()
+        };
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
         }
@@ -272,8 +330,73 @@ impl Detector {
             resid_n,
             first_scored,
         };
-        Ok(Detector::from_state(cfg, st))
+        let mut det = Detector::from_state(cfg, st);
+        det.gate = gate;
+        Ok(det)
     }
+}
+
+/// The first stage of a version-5 state, after its `block`.
+fn read_gate(r: &mut Reader<'_>, block: usize) -> Result<crate::detector::Gate, DecodeError> {
+    let at = r.at;
+    let has_ts = r.u8()?;
+    let ts = r.u64()? as i64;
+    let last_ts = match (has_ts, ts) {
+        (0, 0) => None,
+        (1, t) => Some(t),
+        _ => return Err(DecodeError::Invalid("bad first-stage last_ts", at)),
+    };
+    let seen = r.u64()?;
+    let ignored = r.u64()?;
+    let mut f = [0.0; 8];
+    for v in &mut f {
+        *v = f64::from_bits(r.u64()?);
+        if !v.is_finite() {
+            return Err(DecodeError::Invalid(
+                "non-finite first-stage value",
+                r.at - 8,
+            ));
+        }
+    }
+    let [step, level, dev, prev, jump, jump_fast, peak, sum] = f;
+    if step < 0.0 || dev < 0.0 || jump < 0.0 || jump_fast < 0.0 || peak < 0.0 {
+        return Err(DecodeError::Invalid(
+            "negative first-stage value",
+            r.at - 64,
+        ));
+    }
+    let count = r.u32()?;
+    if count as usize >= block {
+        return Err(DecodeError::Invalid("first-stage block count", r.at - 4));
+    }
+    let flat_run = r.u32()?;
+    let flat_max = r.u32()?;
+    let since_alarm = r.u64()?;
+    let at = r.at;
+    let first_scored = match (r.u8()?, r.u64()? as i64) {
+        (0, 0) => None,
+        (1, t) => Some(t),
+        _ => return Err(DecodeError::Invalid("bad first-stage first score time", at)),
+    };
+    Ok(crate::detector::Gate {
+        last_ts,
+        seen,
+        ignored,
+        step,
+        level,
+        dev,
+        prev,
+        jump,
+        jump_fast,
+        peak,
+        sum,
+        count,
+        flat_run,
+        flat_max,
+        since_alarm,
+        first_scored,
+        zs: [0.0; 5],
+    })
 }
 
 struct Reader<'a> {

@@ -81,6 +81,20 @@ pub struct Config {
     /// scored point and no stored score), so a calm series costs almost no writes.
     /// At most `alarm`; it does not change which points alarm.
     pub quiet: f64,
+    /// Two-stage detection when 2 or more (0 or 1: every point goes through the full
+    /// detector, as before). The first stage, a robust running level and deviation with
+    /// gap and flatline checks (a few words of state, O(1)), scores every point; the
+    /// full detector above (the second stage) sees the mean of each `block` consecutive
+    /// points, stamped with the last one's time, and its score is given to that last
+    /// point. The second stage's `warmup`, `suppress` and `short` count blocks.
+    pub block: usize,
+    /// First stage: distance from the running level, in running deviations, at which
+    /// its point check scores 0.5 (before the comparison with its own past peak).
+    pub gate_half: f64,
+    /// First stage: points in a row equal to the previous one, in multiples of the
+    /// longest such run seen so far (at least 16 points), at which its flatline check
+    /// scores 0.5 (this check is not compared with past peaks: a run only grows).
+    pub flat_half: f64,
 }
 
 impl Default for Config {
@@ -115,11 +129,19 @@ impl Default for Config {
             local: 64,
             local_half: 20.0,
             quiet: 0.3,
+            block: 0,
+            gate_half: 14.0,
+            flat_half: 1.5,
         }
     }
 }
 
 impl Config {
+    /// Whether the two-stage design is on (`block` of 2 or more).
+    pub fn two_stage(&self) -> bool {
+        self.block >= 2
+    }
+
     /// Bins of the seasonal profile (0 when the seasonal view is off).
     pub(crate) fn season_bins(&self) -> usize {
         if self.season == 0 {
@@ -167,6 +189,9 @@ impl Config {
             "local" => self.local = num(key, value)?,
             "local_half" => self.local_half = num(key, value)?,
             "quiet" => self.quiet = num(key, value)?,
+            "block" => self.block = num(key, value)?,
+            "gate_half" => self.gate_half = num(key, value)?,
+            "flat_half" => self.flat_half = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -204,6 +229,8 @@ impl Config {
             ("pattern_half", self.pattern_half),
             ("season_half", self.season_half),
             ("local_half", self.local_half),
+            ("gate_half", self.gate_half),
+            ("flat_half", self.flat_half),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("anomaly settings: {name} must be > 0"));
@@ -229,6 +256,9 @@ impl Config {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));
             }
+        }
+        if self.block > 4096 {
+            return bad("block must be 0..=4096 points");
         }
         if self.quiet > self.alarm {
             return bad("quiet must be at most alarm");

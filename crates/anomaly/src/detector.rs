@@ -163,12 +163,53 @@ pub(crate) struct State {
     pub(crate) first_scored: Option<i64>,
 }
 
+/// The first stage of a two-stage detector ([`Config::block`] of 2 or more): a few
+/// words read and written by every point, where the full detector (the second stage)
+/// runs once per block. Saved and restored by [`crate::codec`] (version 5).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Gate {
+    pub(crate) last_ts: Option<i64>,
+    /// Accepted points.
+    pub(crate) seen: u64,
+    /// Late, repeated, out-of-order or non-finite points.
+    pub(crate) ignored: u64,
+    /// Usual time between points (seconds), 0 until two points were seen.
+    pub(crate) step: f64,
+    /// Robust running level and mean absolute deviation from it.
+    pub(crate) level: f64,
+    pub(crate) dev: f64,
+    /// The previous accepted value (step and flatline checks) and the usual absolute
+    /// step from one value to the next.
+    pub(crate) prev: f64,
+    pub(crate) jump: f64,
+    /// The recent absolute step (about 8 points), against `jump` (noise bursts).
+    pub(crate) jump_fast: f64,
+    /// Decaying maximum of past first-stage surprises.
+    pub(crate) peak: f64,
+    /// Sum and count of the points of the block being filled.
+    pub(crate) sum: f64,
+    pub(crate) count: u32,
+    /// Points in a row equal to their previous one, and the longest such run that ended.
+    pub(crate) flat_run: u32,
+    pub(crate) flat_max: u32,
+    /// Accepted points since the last alarm (saturating).
+    pub(crate) since_alarm: u64,
+    /// Time of the first scored point.
+    pub(crate) first_scored: Option<i64>,
+    /// The first stage's surprises behind the last score (point, gap, flatline, step,
+    /// spread); not saved (explanations only).
+    pub(crate) zs: [f64; 5],
+}
+
 /// One series' detector. Feed it the series' points in time order with [`update`].
 ///
 /// [`update`]: Detector::update
 #[derive(Clone, Debug)]
 pub struct Detector {
-    cfg: Config,
+    /// Shared by every detector of a rule when the caller passes one `Arc` (the
+    /// server does): the settings a point reads then stay in the cache instead of
+    /// being fetched with each series' state.
+    cfg: std::sync::Arc<Config>,
     pub(crate) st: State,
     /// The views' surprises behind the last score (`None`: no score); [`Detector::views`]
     /// turns them into view scores only when asked, which is rarely on the ingest path.
@@ -180,12 +221,15 @@ pub struct Detector {
     /// The last `Config::local` values in ascending order, for the local view; not
     /// saved: rebuilt from the ring on restore.
     local_sorted: Vec<f64>,
+    /// The first stage (two-stage configurations only; default otherwise).
+    pub(crate) gate: Gate,
 }
 
 impl Detector {
     /// A detector that has seen nothing. Panics on settings that
     /// [`Config::validate`] rejects; check them first where they come from users.
-    pub fn new(cfg: Config) -> Detector {
+    pub fn new(cfg: impl Into<std::sync::Arc<Config>>) -> Detector {
+        let cfg = cfg.into();
         if let Err(e) = cfg.validate() {
             panic!("{e}");
         }
@@ -215,7 +259,7 @@ impl Detector {
         Detector::from_state(cfg, st)
     }
 
-    pub(crate) fn from_state(cfg: Config, st: State) -> Detector {
+    pub(crate) fn from_state(cfg: std::sync::Arc<Config>, st: State) -> Detector {
         let mut sorted = st.ring.clone();
         sorted.sort_unstable_by(f64::total_cmp);
         let n = st.ring.len();
@@ -229,6 +273,7 @@ impl Detector {
             cfg,
             st,
             zs: None,
+            gate: Gate::default(),
         }
     }
 
@@ -238,23 +283,44 @@ impl Detector {
 
     /// Points ignored so far (late, repeated, out of order, not finite).
     pub fn ignored(&self) -> u64 {
-        self.st.ignored
+        if self.cfg.two_stage() {
+            self.gate.ignored
+        } else {
+            self.st.ignored
+        }
     }
 
     /// Time of the first point given a score (the end of the warm-up), `None` before.
     pub fn first_scored(&self) -> Option<i64> {
-        self.st.first_scored
+        if self.cfg.two_stage() {
+            self.gate.first_scored
+        } else {
+            self.st.first_scored
+        }
     }
 
     /// Points accepted so far.
     pub fn seen(&self) -> u64 {
-        self.st.seen
+        if self.cfg.two_stage() {
+            self.gate.seen
+        } else {
+            self.st.seen
+        }
     }
 
     /// The per-view scores behind the last score.
     pub fn views(&self) -> Views {
-        self.zs
-            .map_or_else(Views::default, |zs| Views::from_surprises(&zs))
+        let mut v = self
+            .zs
+            .map_or_else(Views::default, |zs| Views::from_surprises(&zs));
+        if self.cfg.two_stage() {
+            let [point, gap, flat, jump, spread] = self.gate.zs;
+            v.point = v.point.max(half_one(point));
+            v.level = v.level.max(half_one(jump));
+            v.gap = v.gap.max(half_one(gap));
+            v.spread = v.spread.max(half_one(flat)).max(half_one(spread));
+        }
+        v
     }
 
     /// Bytes the detector's state takes in memory (its saved form is about the same).
@@ -272,6 +338,139 @@ impl Detector {
     /// `[0, 1]`, or `None` when the point was ignored (see the module doc) or the
     /// detector is still in its warm-up and has no opinion yet.
     pub fn update(&mut self, ts: i64, value: f64) -> Option<f64> {
+        if self.cfg.two_stage() {
+            return self.update_two(ts, value);
+        }
+        self.update_full(ts, value)
+            .map(|s| if s < self.cfg.quiet { 0.0 } else { s })
+    }
+
+    /// Points of suppression after an alarm of the full detector: blocks when it is
+    /// the second stage.
+    fn suppress_len(&self) -> u64 {
+        if self.cfg.two_stage() {
+            (self.cfg.suppress / self.cfg.block) as u64
+        } else {
+            self.cfg.suppress as u64
+        }
+    }
+
+    /// The two-stage update (module doc of [`Gate`], `Config::block`).
+    fn update_two(&mut self, ts: i64, x: f64) -> Option<f64> {
+        let g = &mut self.gate;
+        if !x.is_finite() || g.last_ts.is_some_and(|last| ts <= last) {
+            g.ignored += 1;
+            return None;
+        }
+        let cfg = &self.cfg;
+        let dt = g.last_ts.map(|last| ts.saturating_sub(last) as f64);
+        let z_gap = match dt {
+            Some(dt) if g.step > 0.0 => dt / g.step / cfg.gap_half,
+            _ => 0.0,
+        };
+        if let Some(dt) = dt {
+            g.step = next_step(g.step, dt);
+        }
+        let floor = 1e-9 * (1.0 + g.level.abs());
+        let d = (x - g.prev).abs();
+        let fast = g.jump_fast + (d - g.jump_fast) / 8.0;
+        let (z_point, z_jump, z_spread) = if g.seen >= 8 {
+            (
+                (x - g.level).abs() / g.dev.max(floor) / cfg.gate_half,
+                d / g.jump.max(floor) / cfg.gate_half,
+                ((fast + floor) / (g.jump + floor)).ln().max(0.0) / cfg.spread_half.ln(),
+            )
+        } else {
+            (0.0, 0.0, 0.0)
+        };
+        if g.seen > 0 && x == g.prev {
+            g.flat_run = g.flat_run.saturating_add(1);
+        } else {
+            g.flat_max = g.flat_max.max(g.flat_run);
+            g.flat_run = 0;
+        }
+        let z_flat = g.flat_run as f64 / g.flat_max.max(16) as f64 / cfg.flat_half;
+        g.zs = [z_point, z_gap, z_flat, z_jump, z_spread];
+        // A flatline's surprise grows point by point, so its own past peak would keep
+        // up with it: it is scored as it is, not against the peak.
+        let z = z_point.max(z_gap).max(z_jump).max(z_spread);
+        let first = if g.seen >= cfg.warmup as u64 {
+            let peak = g.peak.max(cfg.peak_floor);
+            let r = z / peak;
+            let s = half_one(r);
+            let incident = g.since_alarm < cfg.suppress as u64 || s >= cfg.alarm;
+            let zc = if incident && cfg.incident_cap > 0.0 {
+                z.min(cfg.incident_cap * peak)
+            } else {
+                z
+            };
+            g.peak = (g.peak * cfg.peak_decay).max(zc);
+            Some(s.max(half_one(z_flat)))
+        } else {
+            None
+        };
+        // Learn: the level follows clipped residuals, the deviation clipped ones too,
+        // both averaged over the first 32 points and then weighted 1/32.
+        if g.seen == 0 {
+            g.level = x;
+        } else {
+            let w = 1.0 / (g.seen.min(31) + 1) as f64;
+            let r = x - g.level;
+            let (rc, ac) = if g.seen >= 8 {
+                let lim = 4.0 * g.dev.max(floor);
+                (r.clamp(-lim, lim), r.abs().min(5.0 * g.dev.max(floor)))
+            } else {
+                (r, r.abs())
+            };
+            g.level += rc * w;
+            g.dev += (ac - g.dev) * w;
+            g.jump_fast = fast;
+            let d = if g.seen >= 8 {
+                d.min(5.0 * g.jump.max(floor))
+            } else {
+                d
+            };
+            // slower than the level: a noise burst must not become usual within it
+            g.jump += (d - g.jump) / (g.seen.min(127) + 1) as f64;
+        }
+        g.prev = x;
+        g.last_ts = Some(ts);
+        g.seen += 1;
+        g.sum += x;
+        g.count += 1;
+        let second = if g.count as usize >= cfg.block {
+            let mean = g.sum / g.count as f64;
+            g.sum = 0.0;
+            g.count = 0;
+            self.update_full(ts, mean)
+        } else {
+            None
+        };
+        let raw = match (first, second) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }?;
+        let cfg = &self.cfg;
+        let g = &mut self.gate;
+        let out = if g.since_alarm < cfg.suppress as u64 {
+            raw * cfg.damp
+        } else {
+            raw
+        };
+        if g.first_scored.is_none() {
+            g.first_scored = Some(ts);
+        }
+        if raw >= cfg.alarm {
+            g.since_alarm = 0;
+        } else {
+            g.since_alarm = g.since_alarm.saturating_add(1);
+        }
+        let out = out.clamp(0.0, 1.0);
+        Some(if out < cfg.quiet { 0.0 } else { out })
+    }
+
+    /// The full detector's update: the score before `quiet`.
+    fn update_full(&mut self, ts: i64, value: f64) -> Option<f64> {
         if !value.is_finite() || self.st.last_ts.is_some_and(|last| ts <= last) {
             self.st.ignored += 1;
             return None;
@@ -304,7 +503,7 @@ impl Detector {
                 self.st.since_alarm = self.st.since_alarm.saturating_add(1);
             }
         }
-        score.map(|s| if s < self.cfg.quiet { 0.0 } else { s })
+        score
     }
 
     /// The k-th newest value in the long window (0 = newest).
@@ -453,7 +652,7 @@ impl Detector {
                 // Inside an incident (an alarm or its suppression) a view's peak grows
                 // by at most `incident_cap` times itself, so one incident does not
                 // mask the next for thousands of points.
-                let incident = self.st.since_alarm < cfg.suppress as u64
+                let incident = self.st.since_alarm < self.suppress_len()
                     || 1.0 - (-r * r * std::f64::consts::LN_2).exp() >= cfg.alarm;
                 for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
                     let z = if incident && cfg.incident_cap > 0.0 {
@@ -479,7 +678,7 @@ impl Detector {
                 .max(v.season)
         };
         self.zs = Some(zs);
-        let out = if self.st.since_alarm < cfg.suppress as u64 {
+        let out = if self.st.since_alarm < self.suppress_len() {
             raw * cfg.damp
         } else {
             raw
@@ -523,14 +722,7 @@ impl Detector {
 
     fn learn(&mut self, x: f64, dt: Option<f64>, stats: Option<(f64, f64)>) {
         if let Some(dt) = dt {
-            // The usual step follows the typical spacing, not the odd gap.
-            if self.st.step <= 0.0 {
-                self.st.step = dt;
-            } else if dt < self.st.step * 3.0 {
-                self.st.step += (dt - self.st.step) * 0.05;
-            } else {
-                self.st.step += (dt.min(self.st.step * 3.0) - self.st.step) * 0.01;
-            }
+            self.st.step = next_step(self.st.step, dt);
         }
         // Context of this point, quantised against the window before it.
         if let Some((med, spread)) = stats {
@@ -592,6 +784,17 @@ impl Detector {
             self.st.ring[self.st.head] = x;
             self.st.head = (self.st.head + 1) % self.cfg.window;
         }
+    }
+}
+
+/// The usual step after a step of `dt`: it follows the typical spacing, not the odd gap.
+fn next_step(step: f64, dt: f64) -> f64 {
+    if step <= 0.0 {
+        dt
+    } else if dt < step * 3.0 {
+        step + (dt - step) * 0.05
+    } else {
+        step + (dt.min(step * 3.0) - step) * 0.01
     }
 }
 

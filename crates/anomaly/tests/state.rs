@@ -192,3 +192,89 @@ fn state_is_bounded() {
     assert!(small < last);
     assert!(det.state_bytes() < 16 * 1024, "{} bytes", det.state_bytes());
 }
+
+/// The two-stage design (`block = 16`): cuts inside a block, at a block's end, during
+/// warm-up and after an incident all continue exactly; late and bad points are ignored
+/// by the first stage; its state is refused under another block size or by a
+/// single-stage configuration, and a flipped byte is caught.
+#[test]
+fn two_stage_restart_continuity() {
+    let mut cfg = Config::default();
+    cfg.set("block", "16").expect("block");
+    cfg.set("pattern_weight", "0.1").expect("pattern_weight");
+    let points = series(3000);
+    let mut straight = Detector::new(cfg.clone());
+    let expected = run(&mut straight, &points);
+    assert!(
+        expected.iter().flatten().any(|&s| s >= 0.9),
+        "no incident scored"
+    );
+    for cut in [1, 7, 16, 651, 1550, 1807, 2999] {
+        let mut first = Detector::new(cfg.clone());
+        let mut got = run(&mut first, &points[..cut]);
+        let saved = first.save();
+        assert_eq!(saved[7], 5, "a two-stage state is version 5");
+        let mut second = Detector::restore(cfg.clone(), &saved).expect("restore");
+        assert_eq!(second.save(), saved, "restored state saves back the same");
+        got.extend(run(&mut second, &points[cut..]));
+        assert_eq!(
+            bits(&got),
+            bits(&expected),
+            "scores differ after a restart at {cut}"
+        );
+        assert_eq!(second.save(), straight.save(), "state differs at {cut}");
+    }
+
+    let saved = straight.save();
+    let mut other = cfg.clone();
+    other.set("block", "8").expect("block");
+    match Detector::restore(other, &saved) {
+        Err(DecodeError::ConfigMismatch {
+            what: "block",
+            saved: 16,
+            configured: 8,
+        }) => {}
+        got => panic!("restored under block 8: {got:?}"),
+    }
+    match Detector::restore(Config::default(), &saved) {
+        Err(DecodeError::ConfigMismatch { what: "block", .. }) => {}
+        got => panic!("restored single-stage: {got:?}"),
+    }
+    let mut single = Detector::new(Config::default());
+    run(&mut single, &points[..100]);
+    match Detector::restore(cfg.clone(), &single.save()) {
+        Err(DecodeError::ConfigMismatch {
+            what: "block",
+            saved: 0,
+            configured: 16,
+        }) => {}
+        got => panic!("single-stage state restored two-stage: {got:?}"),
+    }
+    for at in (0..saved.len())
+        .step_by(89)
+        .chain(saved.len() - 140..saved.len())
+    {
+        let mut bad = saved.clone();
+        bad[at] ^= 0x40;
+        assert!(
+            Detector::restore(cfg.clone(), &bad).is_err(),
+            "flipped byte at {at} accepted"
+        );
+    }
+
+    // Late, repeated and non-finite points leave the state as it was.
+    let mut det = Detector::new(cfg.clone());
+    let mut got = Vec::new();
+    for (i, &(ts, v)) in points.iter().enumerate() {
+        got.push(det.update(ts, v));
+        if i > 0 && i % 97 == 0 {
+            for (late_ts, late_v) in [(ts, v + 1000.0), (ts - 3000, -1e9), (ts + 1, f64::NAN)] {
+                assert_eq!(det.update(late_ts, late_v), None);
+            }
+        }
+    }
+    assert_eq!(bits(&got), bits(&expected));
+    assert_eq!(det.ignored(), 3 * ((points.len() as u64 - 1) / 97));
+    assert_eq!(det.seen(), points.len() as u64);
+    assert!(det.state_bytes() < 16 * 1024, "{} bytes", det.state_bytes());
+}

@@ -31,13 +31,47 @@ use sumi_model::Batch;
 use sumi_store::{Store, StoreError};
 
 use crate::config::ClusterConfig;
-use crate::record::{decode_into, peek_arrival};
+use crate::record::{decode_into, peek_arrival, FLAG_GRAPH};
 
 /// How often applied offsets are checkpointed (WAL fsync, then the offsets file).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
+/// A fetch is answered once it has this many bytes or [`FETCH_WAIT_MAX_MS`] have
+/// passed: fewer, larger fetches. The broker's CPU follows its requests, not its bytes,
+/// and with `fetch.min.bytes=1` every consumer fetched again as soon as a record was
+/// there; this halved the broker's CPU per point (docs/cluster.md, "Throughput") for at
+/// most [`FETCH_WAIT_MAX_MS`] more delay to visibility.
+const FETCH_MIN_BYTES: &str = "1048576";
+const FETCH_WAIT_MAX_MS: &str = "100";
+
 /// Records already fetched are gathered into one engine append up to this many points.
 const APPLY_MAX_POINTS: usize = 65_536;
+
+/// Told of every engine append the consumer makes (a storage node's anomaly
+/// detectors): called on the consumer's thread right after the engine took `batch`,
+/// before the records' offsets move, with each point's series id (`u32::MAX` for a
+/// point whose series the engine refused to create) and the arrival time the points
+/// were placed at. Points come in log order per partition, so every replica of a
+/// partition sees the same points in the same order with the same arrival times.
+/// What it writes to the engine (with [`Store::write_at`] at `arrival`) is made
+/// durable by the same WAL sync as the records, before their offsets are saved.
+pub trait ApplyObserver: Send + Sync {
+    fn applied(&self, batch: &Batch, ids: &[u32], arrival: i64);
+}
+
+/// Told a GrowthForecast graph's series name (see [`ConsumerHooks::graph_series`]).
+pub type GraphSeries = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a storage node hooks into its consumer.
+#[derive(Clone, Default)]
+pub struct ConsumerHooks {
+    /// Hears of every engine append (anomaly detection).
+    pub observer: Option<Arc<dyn ApplyObserver>>,
+    /// Told the series of each point of a GrowthForecast record ([`FLAG_GRAPH`])
+    /// before the point is applied, so that the engine creates the series with
+    /// GrowthForecast's rollup (average, xFilesFactor 0) as a single node does.
+    pub graph_series: Option<GraphSeries>,
+}
 
 /// Per owned partition: the next offset to apply and the log's end as last seen.
 #[derive(Debug, Default)]
@@ -120,7 +154,13 @@ pub struct StorageConsumer {
 impl StorageConsumer {
     /// Starts consuming `config.owned_partitions` into `store`, from the offsets in
     /// `<data_dir>/cluster/offsets` (the log's beginning for a partition not there).
-    pub fn start(config: &ClusterConfig, store: Arc<Store>, data_dir: &Path) -> Result<Self> {
+    /// `hooks` say who hears of what is applied ([`ConsumerHooks`]).
+    pub fn start(
+        config: &ClusterConfig,
+        store: Arc<Store>,
+        data_dir: &Path,
+        hooks: ConsumerHooks,
+    ) -> Result<Self> {
         let dir = data_dir.join("cluster");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let offsets_path = dir.join("offsets");
@@ -144,8 +184,8 @@ impl StorageConsumer {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest")
-            .set("fetch.wait.max.ms", "50")
-            .set("fetch.min.bytes", "1");
+            .set("fetch.wait.max.ms", FETCH_WAIT_MAX_MS)
+            .set("fetch.min.bytes", FETCH_MIN_BYTES);
         for (k, v) in &config.librdkafka_consumer {
             client.set(k, v);
         }
@@ -167,6 +207,9 @@ impl StorageConsumer {
         let mut run = Run {
             consumer,
             store,
+            observer: hooks.observer,
+            graph_series: hooks.graph_series,
+            ids: std::cell::RefCell::new(Vec::new()),
             topic: config.topic.clone(),
             offsets_path,
             stats: stats.clone(),
@@ -203,6 +246,10 @@ impl StorageConsumer {
 struct Run {
     consumer: BaseConsumer,
     store: Arc<Store>,
+    observer: Option<Arc<dyn ApplyObserver>>,
+    graph_series: Option<GraphSeries>,
+    /// The series ids of the last append, for the observer.
+    ids: std::cell::RefCell<Vec<u32>>,
     topic: String,
     offsets_path: PathBuf,
     stats: Arc<ConsumeStats>,
@@ -271,8 +318,16 @@ impl Run {
             {
                 break;
             }
+            let before = batch.len();
             match decode_into(payload, &mut batch) {
                 Ok(d) => {
+                    if d.flags & FLAG_GRAPH != 0 {
+                        if let Some(mark) = &self.graph_series {
+                            for (name, _) in batch.iter().skip(before) {
+                                mark(name);
+                            }
+                        }
+                    }
                     arrival = d.arrival;
                     taken.push((partition, offset, Some(d.points)));
                 }
@@ -374,8 +429,19 @@ impl Run {
         self.pace(batch.len() as u64);
         let mut pause = Duration::from_millis(10);
         loop {
-            match self.store.write_at(batch, arrival) {
-                Ok(_) => return true,
+            let written = match &self.observer {
+                None => self.store.write_at(batch, arrival),
+                Some(_) => self
+                    .store
+                    .write_at_ids(batch, arrival, &mut self.ids.borrow_mut()),
+            };
+            match written {
+                Ok(_) => {
+                    if let Some(o) = &self.observer {
+                        o.applied(batch, &self.ids.borrow(), arrival);
+                    }
+                    return true;
+                }
                 Err(StoreError::Closed) => return false,
                 Err(e) => {
                     self.stats.apply_retries.fetch_add(1, Ordering::Relaxed);

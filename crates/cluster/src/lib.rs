@@ -30,7 +30,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
 
 pub use config::{ClusterConfig, PeerConfig, Role};
-pub use consumer::{ConsumeStats, StorageConsumer};
+pub use consumer::{ApplyObserver, ConsumeStats, ConsumerHooks, StorageConsumer};
 pub use producer::{KafkaSink, ProduceStats};
 pub use record::partition_for;
 

@@ -14,7 +14,7 @@ use rdkafka::ClientContext;
 use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError};
 
 use crate::config::ClusterConfig;
-use crate::record::{partition_for, RecordWriter};
+use crate::record::{partition_for, RecordWriter, FLAG_GRAPH};
 use crate::spill::{Spill, SpillEntry};
 
 /// One record stays well under Kafka's default 1 MiB message limit.
@@ -284,15 +284,18 @@ impl KafkaSink {
     /// The batch as log records, one per partition (split at 256 KiB), taken now.
     /// Version 2 records hold their points sorted by name (stably: a series' points
     /// keep their order), so that neighbours share long prefixes.
-    fn encode(&self, batch: &Batch) -> Vec<(u32, Vec<u8>)> {
+    /// `flags` ([`FLAG_GRAPH`]) makes every record version 3 (unless the configured
+    /// version is 1, which cannot carry them).
+    fn encode(&self, batch: &Batch, flags: u8) -> Vec<(u32, Vec<u8>)> {
         let arrival = self.clock.now();
         let version = self.core.record_version;
+        let flags = if version == 1 { 0 } else { flags };
         let mut writers: Vec<Option<RecordWriter>> = Vec::new();
         writers.resize_with(self.core.partitions as usize, || None);
         let mut out = Vec::new();
         let mut push = |part: u32, name: &str, ts: i64, value: f64| {
             let w = writers[part as usize]
-                .get_or_insert_with(|| RecordWriter::with_version(version, arrival));
+                .get_or_insert_with(|| RecordWriter::with_flags(version, flags, arrival));
             w.push(name, ts, value);
             if w.byte_len() >= MAX_RECORD_BYTES {
                 out.push((part, w.finish().to_vec()));
@@ -485,10 +488,23 @@ impl Sink for KafkaSink {
     /// Every point counts as accepted once Kafka has it: what the storage nodes refuse
     /// (too old, too new, over the series limit) they count in their own `/metrics`.
     fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
+        self.append_flagged(batch, 0)
+    }
+
+    /// A GrowthForecast post's points, in records of version 3 flagged
+    /// [`FLAG_GRAPH`]: the storage nodes create their series with GrowthForecast's
+    /// rollup (average, xFilesFactor 0), as a single node does.
+    fn append_graph_points(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
+        self.append_flagged(batch, FLAG_GRAPH)
+    }
+}
+
+impl KafkaSink {
+    fn append_flagged(&self, batch: &Batch, flags: u8) -> Result<AppendOutcome, SinkError> {
         if batch.is_empty() {
             return Ok(AppendOutcome::default());
         }
-        let records = self.encode(batch);
+        let records = self.encode(batch, flags);
         // while anything waits in the spill, later appends go behind it (in order)
         if let Some(spill) = self.spill.as_deref().filter(|s| !s.is_empty()) {
             return self.to_spill(spill, records, batch.len(), "spill not yet delivered");

@@ -1,9 +1,10 @@
 //! The log record: what one Kafka message carries, and the hash that picks its partition.
 //!
 //! One message holds many points of one partition, all taken in by the ingest node at
-//! the same second (one `Sink::append` call). Two versions exist; an ingest node writes
-//! the one `[cluster] record_version` names (2 by default) and a storage node reads
-//! both, so a log written before version 2 is still consumed.
+//! the same second (one `Sink::append` call). Three versions exist; an ingest node
+//! writes the one `[cluster] record_version` names (2 by default; 3 for the records of
+//! GrowthForecast posts) and a storage node reads all of them, so a log written before
+//! version 2 is still consumed.
 //!
 //! Version 1:
 //!
@@ -38,6 +39,18 @@
 //!           same bits, which covers integers and short decimals as agents print them)
 //! ```
 //!
+//! Version 3 is version 2 with a flags byte after the version; the producer writes it
+//! only for records that carry a flag (a GrowthForecast post's points), and version 2
+//! (or 1) otherwise:
+//!
+//! ```text
+//! u8      version = 3
+//! u8      flags: bit 0 (GRAPH) = the points are a GrowthForecast graph's: a series
+//!         the record creates rolls up by average with xFilesFactor 0, as on a single
+//!         node; other bits must be 0
+//! ...     the rest exactly as version 2 (arrival, count, points)
+//! ```
+//!
 //! Varints are LEB128 (7 bits a byte, low first, at most 10 bytes). The message has no
 //! key (the partition is chosen here, see [`partition_for`]) and is compressed by the
 //! producer as `[cluster] compression` says (none by default). The decoder refuses
@@ -53,7 +66,13 @@ use sumi_model::Batch;
 pub const RECORD_VERSION: u8 = 2;
 
 /// The versions this code reads (and can write).
-pub const RECORD_VERSIONS: [u8; 2] = [1, 2];
+pub const RECORD_VERSIONS: [u8; 3] = [1, 2, 3];
+
+/// Version 3's flag: the record's points are a GrowthForecast graph's (see the header).
+pub const FLAG_GRAPH: u8 = 1;
+
+/// The flags this code knows.
+const KNOWN_FLAGS: u8 = FLAG_GRAPH;
 
 /// Powers of ten of the decimal value kinds (kind k: 10^(k-1)), all exact in f64.
 const POW10: [f64; 7] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
@@ -108,6 +127,8 @@ pub struct RecordWriter {
     prev_name: Vec<u8>,
     prev_ts: i64,
     arrival: i64,
+    /// Version 3's flags byte.
+    flags: u8,
 }
 
 impl RecordWriter {
@@ -116,9 +137,18 @@ impl RecordWriter {
         RecordWriter::with_version(RECORD_VERSION, arrival)
     }
 
-    /// A writer of `version` (1 or 2; anything else writes the current version).
+    /// A writer of `version` (1, 2 or 3 with no flag; anything else writes the
+    /// current version).
     pub fn with_version(version: u8, arrival: i64) -> RecordWriter {
-        let version = if RECORD_VERSIONS.contains(&version) {
+        RecordWriter::with_flags(version, 0, arrival)
+    }
+
+    /// A writer of records carrying `flags` ([`FLAG_GRAPH`]): version 3 when any is
+    /// set, else `version` as [`with_version`](Self::with_version) takes it.
+    pub fn with_flags(version: u8, flags: u8, arrival: i64) -> RecordWriter {
+        let version = if flags & KNOWN_FLAGS != 0 {
+            3
+        } else if RECORD_VERSIONS.contains(&version) {
             version
         } else {
             RECORD_VERSION
@@ -131,6 +161,7 @@ impl RecordWriter {
             prev_name: Vec::new(),
             prev_ts: arrival,
             arrival,
+            flags: flags & KNOWN_FLAGS,
         };
         w.reset(arrival);
         w
@@ -145,6 +176,9 @@ impl RecordWriter {
     pub fn reset(&mut self, arrival: i64) {
         self.buf.clear();
         self.buf.push(self.version);
+        if self.version == 3 {
+            self.buf.push(self.flags);
+        }
         put_varint(&mut self.buf, zigzag(arrival));
         // the count is written at the end ([`finish`]); points go into `buf` after a
         // fixed 5-byte slot so that nothing moves
@@ -224,7 +258,7 @@ impl RecordWriter {
 
     /// The finished record (the count filled in).
     pub fn finish(&mut self) -> &[u8] {
-        let at = 1 + varint_len(zigzag(self.arrival));
+        let at = header_len(self.version) + varint_len(zigzag(self.arrival));
         // a 5-byte LEB128 of the count, padded with continuation bytes
         let mut c = self.count;
         for i in 0..5 {
@@ -239,6 +273,15 @@ impl RecordWriter {
     }
 }
 
+/// Bytes before the arrival time: the version, and version 3's flags.
+fn header_len(version: u8) -> usize {
+    if version == 3 {
+        2
+    } else {
+        1
+    }
+}
+
 /// Encodes a whole batch as one record of the current version, points in the batch's
 /// order (tests, tools).
 pub fn encode(batch: &Batch, arrival: i64) -> Vec<u8> {
@@ -248,6 +291,16 @@ pub fn encode(batch: &Batch, arrival: i64) -> Vec<u8> {
 /// Encodes a whole batch as one record of `version`, points in the batch's order.
 pub fn encode_version(batch: &Batch, arrival: i64, version: u8) -> Vec<u8> {
     let mut w = RecordWriter::with_version(version, arrival);
+    for (name, p) in batch.iter() {
+        w.push(name, p.ts, p.value);
+    }
+    w.finish().to_vec()
+}
+
+/// Encodes a whole batch as one record carrying `flags` ([`FLAG_GRAPH`]: version 3),
+/// points in the batch's order.
+pub fn encode_flagged(batch: &Batch, arrival: i64, flags: u8) -> Vec<u8> {
+    let mut w = RecordWriter::with_flags(RECORD_VERSION, flags, arrival);
     for (name, p) in batch.iter() {
         w.push(name, p.ts, p.value);
     }
@@ -283,6 +336,8 @@ pub enum RecordError {
     TimestampTooLong(u32),
     #[error("{0} bytes after the last point")]
     Trailing(usize),
+    #[error("unknown record flags {0:#04x}")]
+    Flags(u8),
 }
 
 /// A decoded record: the ingest node's arrival time and the points, in order.
@@ -290,6 +345,8 @@ pub enum RecordError {
 pub struct Decoded {
     pub arrival: i64,
     pub points: u32,
+    /// Version 3's flags ([`FLAG_GRAPH`]); 0 for the other versions.
+    pub flags: u8,
 }
 
 /// The arrival time of a record, read from its header only (None when the header does
@@ -298,7 +355,10 @@ pub fn peek_arrival(bytes: &[u8]) -> Option<i64> {
     if !bytes.first().is_some_and(|v| RECORD_VERSIONS.contains(v)) {
         return None;
     }
-    let mut r = Reader { bytes, at: 1 };
+    let mut r = Reader {
+        bytes,
+        at: header_len(bytes[0]),
+    };
     r.varint().ok().map(unzigzag)
 }
 
@@ -316,6 +376,15 @@ fn decode_inner(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError>
         return Err(RecordError::Version(version));
     }
     r.at = 1;
+    let flags = if version == 3 {
+        let f = r.take(1)?[0];
+        if f & !KNOWN_FLAGS != 0 {
+            return Err(RecordError::Flags(f));
+        }
+        f
+    } else {
+        0
+    };
     let arrival = unzigzag(r.varint()?);
     let count = r.varint()?;
     // the smallest point is 10 bytes in version 1 (name_len, ts, value) and 4 in
@@ -337,6 +406,7 @@ fn decode_inner(bytes: &[u8], batch: &mut Batch) -> Result<Decoded, RecordError>
     Ok(Decoded {
         arrival,
         points: count,
+        flags,
     })
 }
 
@@ -541,9 +611,10 @@ mod tests {
         let mut b = Batch::new();
         b.push("keep", 1, 1.0);
         assert_eq!(decode_into(&[], &mut b).unwrap_err(), RecordError::Empty);
+        // (version 3 is known since the GrowthForecast flag; 4 is not)
         assert_eq!(
-            decode_into(&[3], &mut b).unwrap_err(),
-            RecordError::Version(3)
+            decode_into(&[4], &mut b).unwrap_err(),
+            RecordError::Version(4)
         );
         assert!(matches!(
             decode_into(&[1], &mut b),
@@ -766,6 +837,45 @@ mod tests {
         let mut out = Batch::new();
         decode_into(&encode(&b, 1_700_000_000), &mut out).unwrap();
         assert_eq!(points(&out), points(&b));
+    }
+
+    #[test]
+    fn version_3_carries_the_graph_flag_and_version_2_s_points() {
+        let mut b = Batch::new();
+        b.push("svc.sec.graph", 1_700_000_000, 12.5);
+        b.push("svc.sec.graph2", 1_700_000_060, 3.0);
+        let v3 = encode_flagged(&b, 1_700_000_003, FLAG_GRAPH);
+        let v2 = encode(&b, 1_700_000_003);
+        assert_eq!(v3[0], 3);
+        assert_eq!(v3[1], FLAG_GRAPH);
+        // the rest is version 2's record, byte for byte
+        assert_eq!(&v3[2..], &v2[1..]);
+        let mut out = Batch::new();
+        let d = decode_into(&v3, &mut out).unwrap();
+        assert_eq!(
+            (d.arrival, d.points, d.flags),
+            (1_700_000_003, 2, FLAG_GRAPH)
+        );
+        assert_eq!(points(&out), points(&b));
+        assert_eq!(peek_arrival(&v3), Some(1_700_000_003));
+        let d2 = decode_into(&v2, &mut Batch::new()).unwrap();
+        assert_eq!(d2.flags, 0);
+        // no flag: the writer keeps the version it was given
+        assert_eq!(encode_flagged(&b, 5, 0)[0], RECORD_VERSION);
+        // unknown flags are refused, the batch untouched
+        let mut bad = v3.clone();
+        bad[1] = 0x82;
+        let mut out = Batch::new();
+        out.push("x", 1, 1.0);
+        assert_eq!(
+            decode_into(&bad, &mut out).unwrap_err(),
+            RecordError::Flags(0x82)
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            decode_into(&[3], &mut out).unwrap_err(),
+            RecordError::Truncated(1)
+        );
     }
 
     proptest! {

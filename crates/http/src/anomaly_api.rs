@@ -64,8 +64,46 @@ fn json_ok(v: &Value) -> Response {
 }
 
 /// The events of a request's from/until (default: the last day), or what is wrong
-/// with them.
-pub(crate) fn events_of(state: &AppState, params: &Params) -> Result<Vec<Event>, String> {
+/// with them; with the partitions a cluster read could not get, for
+/// [`crate::fanout::PARTIAL_HEADER`]. A node with `[cluster]` peers answers for the
+/// whole cluster (each partition's events from one of its replicas) unless asked
+/// `local=1`; `auth` is the client's `Authorization`, passed on to the peers.
+pub(crate) async fn events_of(
+    state: &Arc<AppState>,
+    params: &Params,
+    auth: Option<String>,
+) -> Result<(Vec<Event>, Option<String>), String> {
+    if crate::fanout_for(state, params).is_some() {
+        let tz = request_tz(state, params);
+        let range = resolve_range(
+            params.get("from"),
+            params.get("until"),
+            params.get("now"),
+            tz,
+            unix_now(),
+        )
+        .map_err(|e| e.to_string())?;
+        let st = state.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            let fanout = st.fanout.as_deref()?;
+            let got = fanout
+                .anomalies(range.from, range.until, &[], auth.as_deref())
+                .map(|(found, gaps)| (found, fanout.note_partial(&gaps)));
+            Some(got)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        if let Some(got) = answer {
+            let (found, partial) = got.map_err(|e| e.to_string())?;
+            let events = found.events.iter().map(|e| e.to_event()).collect();
+            return Ok((events, partial));
+        }
+    }
+    events_here(state, params).map(|e| (e, None))
+}
+
+/// The events of this node's own detectors.
+fn events_here(state: &AppState, params: &Params) -> Result<Vec<Event>, String> {
     let tz = request_tz(state, params);
     let range = resolve_range(
         params.get("from"),
@@ -108,7 +146,7 @@ pub async fn list(
     body: Bytes,
 ) -> Response {
     let params = request_params(&method, &headers, query.as_deref(), &body);
-    let events = match events_of(&state, &params) {
+    let (events, partial) = match events_of(&state, &params, crate::authorization(&headers)).await {
         Ok(e) => e,
         Err(e) => return bad_request(e),
     };
@@ -133,7 +171,9 @@ pub async fn list(
             })
         })
         .collect();
-    json_ok(&json!({ "anomalies": list }))
+    let mut resp = json_ok(&json!({ "anomalies": list }));
+    crate::mark_partial(&mut resp, partial);
+    resp
 }
 
 /// `GET /events/get_data`: graphite-web's events API.
@@ -145,7 +185,7 @@ pub async fn get_data(
     body: Bytes,
 ) -> Response {
     let params = request_params(&method, &headers, query.as_deref(), &body);
-    let events = match events_of(&state, &params) {
+    let (events, partial) = match events_of(&state, &params, crate::authorization(&headers)).await {
         Ok(e) => e,
         Err(e) => return bad_request(e),
     };
@@ -187,5 +227,7 @@ pub async fn get_data(
             })
         })
         .collect();
-    json_ok(&Value::Array(list))
+    let mut resp = json_ok(&Value::Array(list));
+    crate::mark_partial(&mut resp, partial);
+    resp
 }

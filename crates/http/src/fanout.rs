@@ -251,6 +251,9 @@ pub struct Fanout {
     pub stats: Arc<FanoutStats>,
     /// This node's partitions that are still joining (not counted as a replica).
     states: Arc<PartitionStates>,
+    /// This node's anomaly detectors (a storage node with `[[anomaly]]` rules), for
+    /// the anomaly reads it answers for its own partitions.
+    pub anomalies: Option<Arc<dyn crate::anomaly_api::AnomalyFeed>>,
 }
 
 impl Fanout {
@@ -277,6 +280,7 @@ impl Fanout {
             store,
             stats: Arc::new(FanoutStats::default()),
             states: Arc::new(PartitionStates::default()),
+            anomalies: None,
         }
     }
 
@@ -299,9 +303,15 @@ impl Fanout {
         })
     }
 
-    /// The partition of a series name.
+    /// The partition of a series name. An anomaly score series (`_anomaly.<name>`)
+    /// is where its series is: the storage nodes of `<name>`'s partition score its
+    /// points and store the scores (reads, partition copies and moves follow it).
     pub fn partition_of(&self, name: &str) -> u32 {
-        (self.opts.placement)(name, self.opts.partitions)
+        let placed = name
+            .strip_prefix(sumi_query::functions::anomaly::SCORE_PREFIX)
+            .filter(|rest| !rest.is_empty())
+            .unwrap_or(name);
+        (self.opts.placement)(placed, self.opts.partitions)
     }
 
     fn all_partitions(&self) -> BTreeSet<u32> {
@@ -641,6 +651,49 @@ impl Fanout {
         Ok((g.parts.into_iter().flatten().collect(), g.missing))
     }
 
+    /// The anomaly detectors' findings over the cluster, each partition's from one
+    /// of its replicas (which score alike): the events overlapping `[from, until]`
+    /// (none asked when `from > until`), newest start first, and when the detector of
+    /// each of `names` gave its first score. With no events asked, only the
+    /// partitions of `names` are read.
+    pub fn anomalies(
+        &self,
+        from: i64,
+        until: i64,
+        names: &[String],
+        auth: Option<&str>,
+    ) -> Answer<AnomalyFindings> {
+        let wanted = if from > until {
+            names.iter().map(|n| self.partition_of(n)).collect()
+        } else {
+            self.all_partitions()
+        };
+        let g = self.gather(wanted, &|t, ps| {
+            let req = AnomaliesReq {
+                from,
+                until,
+                names: names.to_vec(),
+                partitions: Some(ps.to_vec()),
+            };
+            match t {
+                Target::Local => Ok(local_anomalies(self.anomalies.as_ref(), &req, Some(self))),
+                Target::Remote(peer) => {
+                    self.post_json::<AnomalyFindings>(peer, "anomalies", &req, auth)
+                }
+            }
+        })?;
+        let mut all = AnomalyFindings::default();
+        for part in g.parts {
+            all.events.extend(part.events);
+            all.scored_from.extend(part.scored_from);
+        }
+        all.events
+            .sort_by(|a, b| b.start.cmp(&a.start).then_with(|| a.series.cmp(&b.series)));
+        all.scored_from.sort();
+        all.scored_from.dedup();
+        Ok((all, g.missing))
+    }
+
     /// Tagged series matching every expression, sorted, over the cluster.
     pub fn find_tagged(&self, exprs: &[String], auth: Option<&str>) -> Answer<Vec<String>> {
         let parsed = parse_exprs(exprs).map_err(|e| SourceError::Invalid(e.to_string()))?;
@@ -840,6 +893,39 @@ impl SeriesSource for ClusterSource<'_> {
         Ok(series)
     }
 
+    fn anomaly_scored_from(&self, name: &str) -> Option<i64> {
+        let (found, missing) = self
+            .fanout
+            .anomalies(1, 0, &[name.to_string()], self.auth.as_deref())
+            .ok()?;
+        self.missing.lock().extend(missing);
+        found
+            .scored_from
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t)
+    }
+
+    fn events(&self, from: i64, until: i64) -> Vec<sumi_query::source::SourceEvent> {
+        let Ok((found, missing)) = self
+            .fanout
+            .anomalies(from, until, &[], self.auth.as_deref())
+        else {
+            return Vec::new();
+        };
+        self.missing.lock().extend(missing);
+        found
+            .events
+            .iter()
+            .map(WireEvent::to_event)
+            .filter(|e| (from..=until).contains(&e.start))
+            .map(|e| sumi_query::source::SourceEvent {
+                when: e.start,
+                tags: crate::anomaly_api::event_tags(&e),
+            })
+            .collect()
+    }
+
     fn find_tagged(&self, exprs: &[String]) -> Result<Vec<String>, SourceError> {
         let (names, missing) = self.fanout.find_tagged(exprs, self.auth.as_deref())?;
         self.missing.lock().extend(missing);
@@ -876,6 +962,102 @@ struct FindReq {
     /// The partitions the asker wants answered (this node must serve them).
     #[serde(default)]
     partitions: Option<Vec<u32>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct AnomaliesReq {
+    /// Events overlapping `[from, until]`; none when `from > until`.
+    from: i64,
+    until: i64,
+    /// Series whose first score is wanted.
+    #[serde(default)]
+    names: Vec<String>,
+    #[serde(default)]
+    partitions: Option<Vec<u32>>,
+}
+
+/// An anomaly event as the nodes pass it to each other.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireEvent {
+    pub id: String,
+    pub series: String,
+    pub start: i64,
+    pub end: i64,
+    pub peak: f64,
+    pub peak_ts: i64,
+    pub reason: String,
+    pub open: bool,
+}
+
+impl WireEvent {
+    fn of(e: &sumi_anomaly::events::Event) -> WireEvent {
+        WireEvent {
+            id: e.id.clone(),
+            series: e.series.clone(),
+            start: e.start,
+            end: e.end,
+            peak: e.peak,
+            peak_ts: e.peak_ts,
+            reason: e.reason.clone(),
+            open: e.open,
+        }
+    }
+
+    pub fn to_event(&self) -> sumi_anomaly::events::Event {
+        sumi_anomaly::events::Event {
+            id: self.id.clone(),
+            series: self.series.clone(),
+            start: self.start,
+            end: self.end,
+            peak: self.peak,
+            peak_ts: self.peak_ts,
+            reason: self.reason.clone(),
+            open: self.open,
+        }
+    }
+}
+
+/// What [`Fanout::anomalies`] gathers.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct AnomalyFindings {
+    pub events: Vec<WireEvent>,
+    /// `(series, first score)` of the names asked that a detector watches.
+    pub scored_from: Vec<(String, i64)>,
+}
+
+/// This node's answer to an [`AnomaliesReq`]: only the series of the partitions
+/// asked (another replica answers for the rest).
+fn local_anomalies(
+    feed: Option<&Arc<dyn crate::anomaly_api::AnomalyFeed>>,
+    req: &AnomaliesReq,
+    placement: Option<&Fanout>,
+) -> AnomalyFindings {
+    let Some(feed) = feed else {
+        return AnomalyFindings::default();
+    };
+    let asked = |name: &str| match (&req.partitions, placement) {
+        (Some(ps), Some(f)) => ps.contains(&f.partition_of(name)),
+        _ => true,
+    };
+    let events = if req.from <= req.until {
+        feed.events(req.from, req.until)
+            .iter()
+            .filter(|e| asked(&e.series))
+            .map(WireEvent::of)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let scored_from = req
+        .names
+        .iter()
+        .filter(|n| asked(n))
+        .filter_map(|n| feed.scored_from(n).map(|t| (n.clone(), t)))
+        .collect();
+    AnomalyFindings {
+        events,
+        scored_from,
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -1014,6 +1196,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/internal/v0/tag_values", post(serve_tag_values))
         .route("/internal/v0/autocomplete", post(serve_autocomplete))
         .route("/internal/v0/partition_dump", post(handoff::serve_dump))
+        .route("/internal/v0/anomalies", post(serve_anomalies))
 }
 
 fn bad(msg: impl std::fmt::Display) -> Response {
@@ -1073,6 +1256,27 @@ async fn serve_find(
             .map(|n| (n.path, n.is_leaf))
             .collect();
         json_ok(&nodes)
+    })
+    .await
+}
+
+async fn serve_anomalies(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let last = is_last_resort(&headers);
+    internal(state, body, move |st, req: AnomaliesReq| {
+        if let Err(r) =
+            refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default(), last)
+        {
+            return *r;
+        }
+        json_ok(&local_anomalies(
+            st.anomalies.as_ref(),
+            &req,
+            placement_of(st),
+        ))
     })
     .await
 }
@@ -1351,6 +1555,35 @@ mod tests {
         extra.push(0);
         assert_eq!(decode_fetched(&extra), Err(FetchDecodeError::Trailing(1)));
         assert_eq!(decode_fetched(&[2]), Err(FetchDecodeError::Version(2)));
+    }
+
+    #[test]
+    fn a_score_series_is_placed_with_its_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(
+            sumi_store::StoreOptions::new(dir.path().to_path_buf()),
+            Arc::new(sumi_model::SystemClock),
+        )
+        .unwrap();
+        let f = Fanout::new(
+            FanoutOptions {
+                partitions: 1000,
+                peers: Vec::new(),
+                node_id: 0,
+                timeout: Duration::from_millis(500),
+                placement: |name, n| name.len() as u32 % n,
+            },
+            store,
+        );
+        for name in ["a.b", "app.web.latency", "cpu;host=a"] {
+            let score = format!("{}{name}", sumi_query::functions::anomaly::SCORE_PREFIX);
+            assert_eq!(f.partition_of(&score), f.partition_of(name), "{score}");
+            // (where its own name would put it)
+            assert_ne!(f.partition_of(&score), score.len() as u32);
+        }
+        // the prefix alone names no series: placed by its own name
+        let bare = sumi_query::functions::anomaly::SCORE_PREFIX;
+        assert_eq!(f.partition_of(bare), bare.len() as u32);
     }
 
     #[test]

@@ -159,6 +159,23 @@ impl SeriesSource for StoreSource {
             .collect())
     }
 
+    fn find_leaf_ids(&self, pattern: &PathPattern) -> Result<Option<Vec<u32>>, SourceError> {
+        // as `find`: the anomaly scores only when the pattern names them
+        let scores = sumi_query::functions::anomaly::pattern_shows_scores(pattern.as_str());
+        let ids = self
+            .store
+            .find_leaf_ids(pattern, &mut self.leaf_hint.lock(), |name: &[u8]| {
+                scores
+                    || std::str::from_utf8(name)
+                        .map_or(true, |n| !sumi_query::functions::anomaly::is_score_path(n))
+            });
+        Ok(Some(ids))
+    }
+
+    fn leaf_paths(&self, ids: &[u32]) -> Result<Vec<String>, SourceError> {
+        Ok(self.store.leaf_paths(ids))
+    }
+
     fn fetch(
         &self,
         paths: &[String],

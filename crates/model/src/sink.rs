@@ -31,6 +31,15 @@ use crate::Batch;
 ///   values in the same slots.)
 pub trait Sink: Send + Sync + 'static {
     fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError>;
+
+    /// [`append`](Sink::append) of a GrowthForecast graph's points: a series this
+    /// append creates rolls up as GrowthForecast's graphs do (average, xFilesFactor
+    /// 0), whatever the carbon rules say. A store knows its graphs' series already
+    /// (its aggregation override), so the default is `append`; a sink that hands the
+    /// points on (a cluster's log producer) carries the mark with them.
+    fn append_graph_points(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
+        self.append(batch)
+    }
 }
 
 /// What became of a batch the sink accepted.

@@ -79,6 +79,23 @@ pub trait SeriesSource: Send + Sync {
         now: i64,
     ) -> Result<Vec<FetchedSeries>, SourceError>;
 
+    /// The leaves of `pattern` as handles that cost less to hold than their paths
+    /// (4 bytes each), in the order of [`find`](Self::find)'s leaves (by path, each
+    /// once), for a streamed aggregate that reads millions of them a chunk at a time
+    /// ([`leaf_paths`](Self::leaf_paths) gives a chunk's paths). `None` (the default):
+    /// the source has no such handles and the caller holds the paths.
+    fn find_leaf_ids(&self, pattern: &PathPattern) -> Result<Option<Vec<u32>>, SourceError> {
+        let _ = pattern;
+        Ok(None)
+    }
+
+    /// The paths of leaves [`find_leaf_ids`](Self::find_leaf_ids) answered, in the
+    /// same order; a leaf gone since is left out.
+    fn leaf_paths(&self, ids: &[u32]) -> Result<Vec<String>, SourceError> {
+        let _ = ids;
+        Ok(Vec::new())
+    }
+
     /// The tagged series (canonical names, sorted) matching every one of graphite's tag
     /// expressions (`tag=value`, `tag!=value`, `tag=~regex`, `tag!=~regex`), as
     /// graphite-web's `TagDB.find_series`. A source without a tag index has no tagged

@@ -70,6 +70,8 @@ pub(crate) struct Join {
     /// The `Authorization` sent with the dump request when `[auth]` guards reads (the
     /// peers have the same `[auth]`).
     pub(crate) auth: Option<String>,
+    /// What the consumer it starts is hooked to (anomaly detectors, GrowthForecast).
+    pub(crate) hooks: sumi_cluster::ConsumerHooks,
 }
 
 impl Join {
@@ -86,7 +88,12 @@ impl Join {
             }
         }
         let consumer = loop {
-            match StorageConsumer::start(&self.cc, self.store.clone(), &self.data_dir) {
+            match StorageConsumer::start(
+                &self.cc,
+                self.store.clone(),
+                &self.data_dir,
+                self.hooks.clone(),
+            ) {
                 Ok(c) => break c,
                 Err(e) => warn!("starting the consumer after the copies: {e:#}"),
             }

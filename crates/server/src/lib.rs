@@ -51,8 +51,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     let (store, gf_series) = wire::open_store(&config).await?;
-    let cluster = wire::open_cluster(&config, &store).await?;
-    let running = wire::start(listeners, &config, store, gf_series, cluster)?;
+    let anomaly = wire::open_anomaly(&config, &store)?;
+    let cluster = wire::open_cluster(&config, &store, anomaly.as_ref(), &gf_series).await?;
+    let running = wire::start(listeners, &config, store, gf_series, cluster, anomaly)?;
     shutdown.await;
     running.shutdown().await
 }

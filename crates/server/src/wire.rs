@@ -57,6 +57,8 @@ pub(crate) struct ClusterNode {
 pub(crate) async fn open_cluster(
     config: &Config,
     store: &Arc<Store>,
+    anomaly: Option<&Arc<crate::anomaly::Engine>>,
+    gf_series: &SeriesRegistry,
 ) -> Result<Option<ClusterNode>> {
     let Some(cc) = config.cluster.clone() else {
         return Ok(None);
@@ -87,6 +89,7 @@ pub(crate) async fn open_cluster(
             &cc,
             store.clone(),
             &config.data_dir,
+            consumer_hooks(store, anomaly, gf_series),
         )?),
         _ => None,
     };
@@ -106,6 +109,56 @@ pub(crate) async fn open_cluster(
         joiner: None,
         join_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
     }))
+}
+
+/// A storage node's hooks into its consumer: its detectors as the observer (none
+/// without rules), and the registry of GrowthForecast series, which the store's
+/// aggregation override reads, told of the series of flagged records.
+pub(crate) fn consumer_hooks(
+    store: &Arc<Store>,
+    anomaly: Option<&Arc<crate::anomaly::Engine>>,
+    gf_series: &SeriesRegistry,
+) -> sumi_cluster::ConsumerHooks {
+    let registry = gf_series.clone();
+    sumi_cluster::ConsumerHooks {
+        observer: anomaly.map(|engine| -> Arc<dyn sumi_cluster::ApplyObserver> {
+            Arc::new(crate::anomaly::LogScorer {
+                store: store.clone(),
+                engine: engine.clone(),
+            })
+        }),
+        graph_series: Some(Arc::new(move |name: &str| registry.insert(name))),
+    }
+}
+
+/// The ingest-time anomaly detectors of `[[anomaly]]`, when any rule is given: on a
+/// single node they score what ingest stores; on a cluster's storage node, what its
+/// consumer applies from the log. A cluster's ingest node stores nothing to score
+/// against: its rules are ignored, with a warning.
+pub(crate) fn open_anomaly(
+    config: &Config,
+    store: &Arc<Store>,
+) -> Result<Option<Arc<crate::anomaly::Engine>>> {
+    if config.anomaly.rules.is_empty() {
+        return Ok(None);
+    }
+    if config
+        .cluster
+        .as_ref()
+        .is_some_and(|cc| cc.role == Role::Ingest)
+    {
+        tracing::warn!(
+            "[[anomaly]] rules are ignored on a cluster's ingest node: the storage nodes \
+             score what they apply (docs/anomaly.md)"
+        );
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(crate::anomaly::Engine::open(
+        &config.anomaly,
+        store.clone(),
+        &config.data_dir,
+        config.max_future_secs,
+    )?)))
 }
 
 /// With `[cluster]` peers: the fan-out that answers this node's reads for the whole
@@ -215,6 +268,7 @@ pub(crate) fn start(
     store: Arc<Store>,
     gf_series: SeriesRegistry,
     cluster: Option<ClusterNode>,
+    anomaly: Option<Arc<crate::anomaly::Engine>>,
 ) -> Result<Running> {
     let addrs = listeners.addrs()?;
     let Listeners {
@@ -246,27 +300,14 @@ pub(crate) fn start(
         Some(c) => c.sink.clone(),
         None => store.clone(),
     };
-    // watched series are scored once the store has their points (single node only:
-    // a cluster's ingest node stores nothing to score against)
-    let anomaly = match (&cluster, config.anomaly.rules.is_empty()) {
-        (None, false) => Some(Arc::new(crate::anomaly::Engine::open(
-            &config.anomaly,
-            store.clone(),
-            &config.data_dir,
-            config.max_future_secs,
-        )?)),
-        (Some(_), false) => {
-            tracing::warn!("[[anomaly]] rules are ignored on a cluster node (docs/anomaly.md)");
-            None
-        }
-        (_, true) => None,
-    };
-    let sink: Arc<dyn sumi_model::Sink> = match &anomaly {
-        Some(engine) => Arc::new(crate::anomaly::AnomalySink {
+    // watched series are scored once the store has their points: on a single node
+    // at ingest, on a storage node as its consumer applies the log (`log_scorer`)
+    let sink: Arc<dyn sumi_model::Sink> = match (&anomaly, &cluster) {
+        (Some(engine), None) => Arc::new(crate::anomaly::AnomalySink {
             store: store.clone(),
             engine: engine.clone(),
         }),
-        None => sink,
+        _ => sink,
     };
     let (anomaly_stop, anomaly_stopped) = watch::channel(false);
     let anomaly_saver = anomaly.as_ref().map(|engine| {
@@ -312,7 +353,7 @@ pub(crate) fn start(
         sink.clone(),
         stats.clone(),
         &config.data_dir,
-        gf_series,
+        gf_series.clone(),
         config.http_options(),
     )?;
     let mut cluster = cluster;
@@ -333,7 +374,10 @@ pub(crate) fn start(
                 }
             }));
         }
-        if let Some(fanout) = fanout(config, &store) {
+        if let Some(mut fanout) = fanout(config, &store) {
+            fanout.anomalies = anomaly
+                .clone()
+                .map(|e| -> Arc<dyn sumi_http::anomaly_api::AnomalyFeed> { e });
             let reads = fanout.stats.clone();
             state.extra_metrics.push(Arc::new(move |out: &mut String| {
                 reads.write_prometheus(out)
@@ -382,6 +426,7 @@ pub(crate) fn start(
                     partitions: c.to_copy.clone(),
                     stop: c.join_stop.clone(),
                     auth: config.auth.peer_credential(sumi_http::auth::Access::Read),
+                    hooks: consumer_hooks(&store, anomaly.as_ref(), &gf_series),
                 };
                 c.joiner = Some(
                     std::thread::Builder::new()

@@ -416,8 +416,18 @@ fn an_open_event_closes_when_its_series_goes_quiet_and_events_counts_it() {
 
 /// Scores of one series fed in two parts, with what happens between them.
 fn scores_in_two_parts(between: &str, pts: &[(i64, f64)], split: usize) -> Vec<(i64, Option<f64>)> {
+    scores_in_two_parts_with("", between, pts, split)
+}
+
+/// The same under the rule's extra settings `rule` (for example `block = 16`).
+fn scores_in_two_parts_with(
+    rule: &str,
+    between: &str,
+    pts: &[(i64, f64)],
+    split: usize,
+) -> Vec<(i64, Option<f64>)> {
     let dir = scratch();
-    let cfg = config(dir.path(), "");
+    let cfg = config(dir.path(), rule);
     let data = dir.path().join("data");
     let mut sumi = start(&data, &cfg);
     sumi.send_tcp(lines("app.db.latency", &pts[..split]).as_bytes());
@@ -483,6 +493,37 @@ fn scores_after_a_restart_equal_scores_without_one() {
     let a = of(&straight);
     assert_eq!(a.len(), n);
     assert_eq!(a.iter().filter(|(_, v)| v.is_some()).count(), n - 32);
+    assert_eq!(a, of(&restarted), "clean restart changed the scores");
+    assert_eq!(
+        a,
+        of(&killed),
+        "SIGKILL without saved state changed the scores"
+    );
+}
+
+/// The two-stage design (`block = 16` in the rule) through the server: the spike
+/// alarms, and a clean restart (saved state, version 5) or a SIGKILL (relearnt from the
+/// stored points) gives bit-identical scores, with the split inside a block.
+#[test]
+fn two_stage_scores_after_a_restart_equal_scores_without_one() {
+    let n = 320;
+    let (_, pts) = series(n, 250);
+    let split = 203;
+    let rule = "block = 16\npattern_weight = 0.1\n";
+    let straight = scores_in_two_parts_with(rule, "none", &pts, split);
+    let restarted = scores_in_two_parts_with(rule, "restart", &pts, split);
+    let killed = scores_in_two_parts_with(rule, "kill", &pts, split);
+    let of = |s: &[(i64, Option<f64>)]| -> Vec<(i64, Option<u64>)> {
+        s.iter()
+            .filter(|(t, _)| *t >= pts[0].0 && *t <= pts[n - 1].0)
+            .map(|(t, v)| (*t, v.map(f64::to_bits)))
+            .collect()
+    };
+    let a = of(&straight);
+    assert_eq!(a.len(), n);
+    assert_eq!(a.iter().filter(|(_, v)| v.is_some()).count(), n - 32);
+    let spike = a[250].1.map(f64::from_bits).expect("spike scored");
+    assert!(spike >= 0.6, "spike scored {spike}");
     assert_eq!(a, of(&restarted), "clean restart changed the scores");
     assert_eq!(
         a,

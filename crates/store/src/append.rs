@@ -62,6 +62,18 @@ impl Store {
         self.write_with_now(batch, Some(now), &mut Vec::new())
     }
 
+    /// [`Store::write_at`] that also gives each point's series id in `ids`, as
+    /// [`Store::append_ids`] does: a storage node scoring the log's points (anomaly
+    /// detection) finds each detector by it.
+    pub fn write_at_ids(
+        &self,
+        batch: &Batch,
+        now: i64,
+        ids: &mut Vec<u32>,
+    ) -> Result<AppendOutcome, StoreError> {
+        self.write_with_now(batch, Some(now), ids)
+    }
+
     fn write_with_now(
         &self,
         batch: &Batch,

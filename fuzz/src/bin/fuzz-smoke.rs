@@ -3,8 +3,12 @@
 //! input that caused it to a file.
 //!
 //! ```text
-//! fuzz-smoke [TARGET...] [--secs N] [--iters M] [--seed S] [--corpus DIR] [--artifacts DIR]
+//! fuzz-smoke [TARGET...] [--secs N] [--iters M] [--min-iters K] [--seed S] [--corpus DIR] [--artifacts DIR]
 //! ```
+//!
+//! `--min-iters K` runs a target past its `--secs` until it has had K inputs (for at
+//! most ten times `--secs`), so that a slow, loaded machine still gives every target
+//! its share of inputs.
 //!
 //! Inputs: first every seed file in `corpus/<target>/` as it is, then a mix of random
 //! bytes (uniform, or from an alphabet of bytes that matter to the parsers) and seeds
@@ -22,6 +26,7 @@ struct Args {
     targets: Vec<String>,
     secs: f64,
     iters: Option<u64>,
+    min_iters: u64,
     seed: u64,
     corpus: PathBuf,
     artifacts: PathBuf,
@@ -33,6 +38,7 @@ fn parse_args() -> Result<Args, String> {
         targets: Vec::new(),
         secs: 5.0,
         iters: None,
+        min_iters: 0,
         seed: 1,
         corpus: root.join("corpus"),
         artifacts: root.join("artifacts"),
@@ -52,6 +58,11 @@ fn parse_args() -> Result<Args, String> {
                         .parse()
                         .map_err(|e| format!("--iters: {e}"))?,
                 )
+            }
+            "--min-iters" => {
+                a.min_iters = value("--min-iters")?
+                    .parse()
+                    .map_err(|e| format!("--min-iters: {e}"))?
             }
             "--seed" => {
                 a.seed = value("--seed")?
@@ -78,7 +89,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(msg) => {
             let names: Vec<&str> = TARGETS.iter().map(|(n, _)| *n).collect();
-            eprintln!("{msg}\nusage: fuzz-smoke [TARGET...] [--secs N] [--iters M] [--seed S] [--corpus DIR] [--artifacts DIR]\ntargets: {}", names.join(" "));
+            eprintln!("{msg}\nusage: fuzz-smoke [TARGET...] [--secs N] [--iters M] [--min-iters K] [--seed S] [--corpus DIR] [--artifacts DIR]\ntargets: {}", names.join(" "));
             return ExitCode::from(2);
         }
     };
@@ -127,9 +138,9 @@ fn run(target: Target, seeds: &[Vec<u8>], args: &Args) -> Result<(u64, Duration)
         }
     }
     loop {
-        if args.iters.is_some_and(|m| iters >= m)
-            || (args.iters.is_none() && start.elapsed() >= budget)
-        {
+        let elapsed = start.elapsed();
+        let timed_out = elapsed >= budget && (iters >= args.min_iters || elapsed >= budget * 10);
+        if args.iters.is_some_and(|m| iters >= m) || (args.iters.is_none() && timed_out) {
             break;
         }
         let input = generate(&mut rng, seeds);
@@ -271,6 +282,7 @@ mod tests {
             targets: Vec::new(),
             secs: 0.0,
             iters: Some(iters),
+            min_iters: 0,
             seed,
             corpus: PathBuf::new(),
             artifacts: PathBuf::new(),

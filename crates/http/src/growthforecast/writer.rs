@@ -234,7 +234,7 @@ fn apply_group(
         out.push(graph);
     }
     if !batch.is_empty() {
-        sink.append(batch)
+        sink.append_graph_points(batch)
             .map_err(|e| PostError::Unavailable(e.to_string()))?;
     }
     tx.commit()

@@ -33,7 +33,11 @@ fn graph_href(series: &str, start: i64, end: i64) -> String {
 }
 
 /// `/anomalies`.
-pub async fn list(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery) -> Response {
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
     let mut params = Params::parse(query.as_deref(), None);
     if params.get("from").is_none() {
         params = Params::parse(
@@ -41,8 +45,8 @@ pub async fn list(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery)
             None,
         );
     }
-    let events = match events_of(&state, &params) {
-        Ok(e) => e,
+    let events = match events_of(&state, &params, crate::authorization(&headers)).await {
+        Ok((e, _)) => e,
         Err(e) => return crate::bad_request(e),
     };
     let filter = match series_filter(&params) {

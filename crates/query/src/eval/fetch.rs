@@ -264,8 +264,14 @@ impl Session<'_> {
             .zip(answers)
             .filter_map(|(name, a)| {
                 let a = a?;
-                let mut s = TimeSeries::new(name.clone(), a.start, a.end, a.step, a.values);
-                s.path_expression = pattern.to_string();
+                let mut s = TimeSeries::with_path_expression(
+                    name.clone(),
+                    pattern.to_string(),
+                    a.start,
+                    a.end,
+                    a.step,
+                    a.values,
+                );
                 s.x_files_factor = xff;
                 Some(s)
             })

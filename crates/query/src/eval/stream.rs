@@ -10,7 +10,9 @@
 //! name order, argument after argument (graphite-web's `sumSeries(a.*, b.*)` aggregates
 //! the lists joined in that order), each chunk run through the per-series functions and
 //! folded into the aggregate's accumulators ([`Fold`]). What is held is the output, one
-//! chunk of input series and the leaf names, whatever the number of series.
+//! chunk of input series and the leaves, whatever the number of series: as the
+//! source's 4-byte handles when it has them (the store's series ids), each chunk's
+//! paths asked for when it is read, else as paths.
 //!
 //! graphite-web reads every series at the least common multiple of their steps
 //! (`normalize`), which is known only once every series has been seen: the first pass
@@ -35,6 +37,8 @@ use crate::error::QueryError;
 use crate::functions::{agg_func, bind, call_function, input_error, lcm, AggFunc, Fold, Registry};
 use crate::grammar::{Arg, Call, Expr, Literal};
 use crate::series::Tags;
+use crate::source::SourceError;
+use sumi_model::glob::PathPattern;
 
 use super::{substitute, RequestContext, Session, Substituted, Value};
 
@@ -65,12 +69,16 @@ impl Chunks {
         }
     }
 
-    /// The next chunk: its list's index and names.
-    fn next<'n>(&mut self, names: &'n [Vec<String>]) -> Option<(usize, &'n [String])> {
+    /// The next chunk: its list's index and leaves.
+    fn next<'n>(&mut self, lists: &'n [Leaves]) -> Option<(usize, Chunk<'n>)> {
         loop {
-            let list = names.get(self.input)?;
+            let list = lists.get(self.input)?;
             let end = (self.at + self.len).min(list.len());
-            match list.get(self.at..end).filter(|c| !c.is_empty()) {
+            let chunk = match list {
+                Leaves::Paths(p) => p.get(self.at..end).map(Chunk::Paths),
+                Leaves::Ids(i) => i.get(self.at..end).map(Chunk::Ids),
+            };
+            match chunk.filter(|c| !c.is_empty()) {
                 Some(chunk) => {
                     self.at = end;
                     return Some((self.input, chunk));
@@ -88,6 +96,39 @@ impl Chunks {
         let values: usize = series.iter().map(|s| s.values.len()).sum();
         if let Some(per) = values.checked_div(series.len()) {
             self.len = (CHUNK_VALUES / per.max(1)).clamp(MIN_CHUNK, MAX_CHUNK);
+        }
+    }
+}
+
+/// A list's leaves, sorted by path: their paths, or the source's handles of them
+/// ([`crate::source::SeriesSource::find_leaf_ids`]), 4 bytes a leaf, whose paths are
+/// asked for a chunk at a time so that a million leaves are not held as paths.
+enum Leaves {
+    Paths(Vec<String>),
+    Ids(Vec<u32>),
+}
+
+impl Leaves {
+    fn len(&self) -> usize {
+        match self {
+            Leaves::Paths(p) => p.len(),
+            Leaves::Ids(i) => i.len(),
+        }
+    }
+}
+
+/// Some leaves of a list.
+#[derive(Clone, Copy)]
+enum Chunk<'n> {
+    Paths(&'n [String]),
+    Ids(&'n [u32]),
+}
+
+impl Chunk<'_> {
+    fn is_empty(&self) -> bool {
+        match self {
+            Chunk::Paths(p) => p.is_empty(),
+            Chunk::Ids(i) => i.is_empty(),
         }
     }
 }
@@ -423,7 +464,7 @@ impl Session<'_> {
         .unwrap_or_else(|| self.x_files_factor(ctx));
 
         // each list's leaves, found once: every pass reads the same series
-        let mut names: Vec<Vec<String>> = Vec::with_capacity(plan.inputs.len());
+        let mut names: Vec<Leaves> = Vec::with_capacity(plan.inputs.len());
         for input in &plan.inputs {
             names.push(self.input_names(input)?);
         }
@@ -554,12 +595,22 @@ impl Session<'_> {
 }
 
 impl Session<'_> {
-    /// The leaves a list reads, sorted by name.
-    fn input_names(&self, input: &Input<'_>) -> Result<Vec<String>, QueryError> {
-        Ok(match &input.tagged {
-            Some(exprs) => self.source.find_tagged(exprs)?,
-            None => self.leaves(std::slice::from_ref(&input.pattern))?.0,
-        })
+    /// The leaves a list reads, sorted by name: as the source's handles when it has
+    /// them.
+    fn input_names(&self, input: &Input<'_>) -> Result<Leaves, QueryError> {
+        if let Some(exprs) = &input.tagged {
+            return Ok(Leaves::Paths(self.source.find_tagged(exprs)?));
+        }
+        PathPattern::check(&input.pattern).map_err(|e| SourceError::Invalid(e.to_string()))?;
+        if let Some(ids) = self
+            .source
+            .find_leaf_ids(&PathPattern::parse(&input.pattern))?
+        {
+            return Ok(Leaves::Ids(ids));
+        }
+        Ok(Leaves::Paths(
+            self.leaves(std::slice::from_ref(&input.pattern))?.0,
+        ))
     }
 
     /// Some of a list's leaves, fetched and run through its per-series calls.
@@ -567,8 +618,16 @@ impl Session<'_> {
         &mut self,
         ctx: &RequestContext,
         input: &Input<'_>,
-        names: &[String],
+        chunk: Chunk<'_>,
     ) -> Result<Vec<crate::series::TimeSeries>, QueryError> {
+        let paths;
+        let names = match chunk {
+            Chunk::Paths(p) => p,
+            Chunk::Ids(ids) => {
+                paths = self.source.leaf_paths(ids)?;
+                paths.as_slice()
+            }
+        };
         let mut series = self.fetch_leaves(ctx, &input.pattern, names)?;
         for inner in input.chain.iter().rev() {
             let mut args = vec![Value::SeriesList(series)];
@@ -583,7 +642,7 @@ impl Session<'_> {
         &mut self,
         ctx: &RequestContext,
         plan: &Plan<'_>,
-        names: &[Vec<String>],
+        names: &[Leaves],
         groups: &mut Groups,
     ) -> Result<(), QueryError> {
         let mut chunks = Chunks::new();

@@ -141,6 +141,32 @@ impl TimeSeries {
         }
     }
 
+    /// [`new`](Self::new) with its path expression given (the glob it was fetched for)
+    /// rather than copied from the name: one allocation less a series when a glob's
+    /// millions of series are read.
+    pub fn with_path_expression(
+        name: String,
+        path_expression: String,
+        start: i64,
+        end: i64,
+        step: i64,
+        values: Vec<Option<f64>>,
+    ) -> TimeSeries {
+        TimeSeries {
+            tags: Tags::from_name(&name),
+            path_expression,
+            name,
+            start,
+            end,
+            step,
+            values,
+            consolidation: Consolidation::Average,
+            x_files_factor: 0.0,
+            values_per_point: 1,
+            options: SeriesOptions::default(),
+        }
+    }
+
     /// Sets `values_per_point` (graphite-web's `consolidate()`).
     #[cfg(test)]
     pub(crate) fn consolidate(&mut self, values_per_point: usize) {

@@ -464,15 +464,20 @@ impl Engine {
     /// Feeds the points of a batch the store took to their detectors; returns the
     /// scores as a batch of companion series.
     /// `ids` are the points' series ids from [`Store::append_ids`] (`u32::MAX`: a
-    /// series the store refused to create, not scored).
-    fn score(&self, batch: &Batch, ids: &[u32]) -> Batch {
+    /// series the store refused to create, not scored). `placed_at` is the time the
+    /// store placed the points at: the clock on a single node, the arrival time
+    /// carried in the log on a storage node (so that replicas decide alike which
+    /// points are too far in the future to score, and read the same history).
+    fn score(&self, batch: &Batch, ids: &[u32], placed_at: i64) -> Batch {
         self.check_names();
         let mut scores = Batch::new();
         let now = SystemClock.now();
         let mut score_name = String::new();
         let (mut scored, mut unscored) = (0u64, 0u64);
         for ((name, p), &id) in batch.iter().zip(ids) {
-            if id == u32::MAX || name.starts_with(SCORE_PREFIX) || p.ts > now + self.max_future_secs
+            if id == u32::MAX
+                || name.starts_with(SCORE_PREFIX)
+                || p.ts > placed_at + self.max_future_secs
             {
                 continue;
             }
@@ -491,7 +496,7 @@ impl Engine {
             w.last_arrival = now;
             if w.needs_history {
                 w.needs_history = false;
-                self.catch_up(name, w, p.ts);
+                self.catch_up(name, w, p.ts, placed_at);
             }
             let Some(s) = w.det.update(p.ts, p.value) else {
                 unscored += 1;
@@ -532,12 +537,12 @@ impl Engine {
     /// points it has not seen (saved before a crash, or written while it was down);
     /// a new one learns from the last six hours of stored history. Scores are not written
     /// again and events not raised again for these points.
-    fn catch_up(&self, name: &str, w: &mut Watched, before: i64) {
+    fn catch_up(&self, name: &str, w: &mut Watched, before: i64, now: i64) {
         if self.fresh_store && w.det.seen() == 0 {
             return;
         }
         let from = before - HISTORY_SECS;
-        let Some(f) = self.store.fetch(name, from, before - 1, SystemClock.now()) else {
+        let Some(f) = self.store.fetch(name, from, before - 1, now) else {
             return;
         };
         let mut fed = 0u64;
@@ -682,7 +687,7 @@ impl Sink for AnomalySink {
     fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
         let mut ids = Vec::new();
         let outcome = self.store.append_ids(batch, &mut ids)?;
-        let scores = self.engine.score(batch, &ids);
+        let scores = self.engine.score(batch, &ids, SystemClock.now());
         if !scores.is_empty() {
             match self.store.append(&scores) {
                 Ok(o) => {
@@ -701,6 +706,40 @@ impl Sink for AnomalySink {
             }
         }
         Ok(outcome)
+    }
+}
+
+/// A storage node's detectors on its consumer (`[cluster]` with `[[anomaly]]`): every
+/// point applied from the log is scored once the engine has it, in log order, and the
+/// scores are stored as of the record's arrival time, like the points. Two replicas of
+/// a partition apply the same records in the same order, so their detectors see the
+/// same points and give the same scores and events.
+pub(crate) struct LogScorer {
+    pub(crate) store: Arc<Store>,
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl sumi_cluster::ApplyObserver for LogScorer {
+    fn applied(&self, batch: &Batch, ids: &[u32], arrival: i64) {
+        let scores = self.engine.score(batch, ids, arrival);
+        if scores.is_empty() {
+            return;
+        }
+        match self.store.write_at(&scores, arrival) {
+            Ok(o) => {
+                self.engine
+                    .stats
+                    .scores_stored
+                    .fetch_add(o.accepted, Ordering::Relaxed);
+            }
+            Err(e) => {
+                self.engine
+                    .stats
+                    .score_writes_failed
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("scores not stored: {e}");
+            }
+        }
     }
 }
 

@@ -85,7 +85,8 @@ pub(crate) struct Rule {
     pub(crate) text: String,
     pattern: Option<PathPattern>,
     tags: Vec<TagTest>,
-    pub(crate) config: sumi_anomaly::Config,
+    /// One copy shared by the rule's detectors (kept in the cache, not one per series).
+    pub(crate) config: std::sync::Arc<sumi_anomaly::Config>,
 }
 
 impl Rule {
@@ -134,7 +135,7 @@ impl Rule {
             text: text.trim().to_string(),
             pattern,
             tags,
-            config,
+            config: std::sync::Arc::new(config),
         })
     }
 

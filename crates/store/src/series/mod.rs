@@ -455,25 +455,24 @@ impl SeriesIndex {
     /// finder hashes the pattern as written, so tags in another order find nothing),
     /// answered as a leaf under the pattern itself.
     pub(crate) fn find(&self, pattern: &PathPattern) -> Vec<FindEntry> {
-        self.find_ids(pattern)
-            .into_iter()
-            .map(|(entry, _)| entry)
-            .collect()
+        self.find_noting(pattern, &mut Vec::new())
     }
 
-    /// [`find`](Self::find) with the series of each leaf (`None` for a branch).
-    pub(crate) fn find_ids(&self, pattern: &PathPattern) -> Vec<(FindEntry, Option<u32>)> {
+    /// [`find`](Self::find) that appends the series of each leaf to `ids`, in the
+    /// answer's order: one list of entries, built in place from the tree's answer,
+    /// plus 4 bytes a leaf.
+    pub(crate) fn find_noting(&self, pattern: &PathPattern, ids: &mut Vec<u32>) -> Vec<FindEntry> {
         let raw = pattern.as_str();
         if raw.contains(';') && !raw.starts_with("_tagged.") {
             return self
                 .lookup(raw.as_bytes())
                 .filter(|&id| self.meta(id).is_some())
                 .map(|id| {
-                    let entry = FindEntry {
+                    ids.push(id);
+                    FindEntry {
                         path: raw.to_string(),
                         is_leaf: true,
-                    };
-                    (entry, Some(id))
+                    }
                 })
                 .into_iter()
                 .collect();
@@ -482,13 +481,34 @@ impl SeriesIndex {
             .find_ids(pattern)
             .into_iter()
             .map(|(path, leaf)| {
-                let entry = FindEntry {
+                ids.extend(leaf);
+                FindEntry {
                     path,
                     is_leaf: leaf.is_some(),
-                };
-                (entry, leaf)
+                }
             })
             .collect()
+    }
+
+    /// The series of the leaves [`find`](Self::find) would answer, in its order (by
+    /// path, each once), without building their paths: a leaf's path is its series'
+    /// name.
+    pub(crate) fn find_leaf_ids(&self, pattern: &PathPattern) -> Vec<u32> {
+        let raw = pattern.as_str();
+        if raw.contains(';') && !raw.starts_with("_tagged.") {
+            return self
+                .lookup(raw.as_bytes())
+                .filter(|&id| self.meta(id).is_some())
+                .into_iter()
+                .collect();
+        }
+        let mut ids = self.tree.find_leaves(pattern);
+        let name = |id: &u32| self.name_bytes(*id);
+        if !ids.is_sorted_by(|a, b| name(a) <= name(b)) {
+            ids.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+        }
+        ids.dedup();
+        ids
     }
 
     pub(crate) fn tree_nodes(&self) -> usize {

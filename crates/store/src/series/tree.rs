@@ -133,8 +133,8 @@ pub(crate) struct Tree {
     /// The children of wide nodes (at least [`SORTED_MIN`]) sorted by name, built by the
     /// first wildcard scan of the node and dropped when its children change.
     sorted: Mutex<HashMap<u32, Arc<[u32]>>>,
-    /// Wide nodes get sorted children (off: always the plain list scan, the tests'
-    /// reference).
+    /// The fast paths: wide nodes get sorted children, small nodes are visited in name
+    /// order (off: always the plain list scan, the tests' reference).
     sort_wide: bool,
 }
 
@@ -302,7 +302,12 @@ impl Tree {
         }
         let wide = n == SORTED_MIN && list.next().is_some();
         if !wide {
-            for &c in first.get(..n).unwrap_or_default() {
+            let few = first.get_mut(..n).unwrap_or_default();
+            // in name order, so that a find's answer mostly comes out sorted already
+            if self.sort_wide && few.len() > 1 {
+                few.sort_unstable_by(|&a, &b| self.name_of(a).cmp(self.name_of(b)));
+            }
+            for &c in few.iter() {
                 each(c);
             }
         } else if !self.sort_wide {
@@ -359,6 +364,34 @@ impl Tree {
     /// [`find`](Self::find) with each leaf's series: `(path, Some(series))` for a
     /// leaf, `(path, None)` for a branch.
     pub(crate) fn find_ids(&self, pattern: &PathPattern) -> Vec<(String, Option<u32>)> {
+        let mut out = Vec::new();
+        self.walk(pattern, &mut |path, leaf| {
+            out.push((path.to_string(), leaf))
+        });
+        // a leaf before the branch of the same path; names visited in name order mostly
+        // give paths in order already (not always: `a.b.x` sorts after `a.b-c`)
+        let order = |a: &(String, Option<u32>), b: &(String, Option<u32>)| {
+            a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some()))
+        };
+        if !out.is_sorted_by(|a, b| order(a, b).is_le()) {
+            out.sort_unstable_by(order);
+        }
+        out.dedup();
+        out
+    }
+
+    /// The series of the leaves matching `pattern`, in the order the walk meets them
+    /// (mostly sorted by path, possibly twice under a globstar), without building a
+    /// path for each.
+    pub(crate) fn find_leaves(&self, pattern: &PathPattern) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.walk(pattern, &mut |_, leaf| out.extend(leaf));
+        out
+    }
+
+    /// Hands every node matching `pattern` to `out` as `(path, series of a leaf or
+    /// None for a branch)`.
+    fn walk(&self, pattern: &PathPattern, out: &mut dyn FnMut(&str, Option<u32>)) {
         // resolve literal node names to symbols once: a name the tree never saw matches
         // nothing, and lookups need no string hashing per visited node
         // the text of each node, as PathPattern::parse cut it (backslashes removed)
@@ -385,13 +418,8 @@ impl Tree {
                 }
             })
             .collect();
-        let mut out = Vec::new();
         let mut prefix = String::new();
-        self.find_from(ROOT, &compiled, &mut prefix, &mut out);
-        // a leaf before the branch of the same path
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some())));
-        out.dedup();
-        out
+        self.find_from(ROOT, &compiled, &mut prefix, out);
     }
 
     /// graphite-web's `_find_paths(current_dir, patterns)`; `prefix` is the path of
@@ -401,14 +429,14 @@ impl Tree {
         cur: u32,
         pats: &[Step<'_>],
         prefix: &mut String,
-        out: &mut Vec<(String, Option<u32>)>,
+        out: &mut dyn FnMut(&str, Option<u32>),
     ) {
         let Some((pat, rest)) = pats.split_first() else {
             return;
         };
         let base = prefix.len();
         let enter =
-            |this: &Tree, c: u32, prefix: &mut String, out: &mut Vec<(String, Option<u32>)>| {
+            |this: &Tree, c: u32, prefix: &mut String, out: &mut dyn FnMut(&str, Option<u32>)| {
                 if base > 0 {
                     prefix.push('.');
                 }
@@ -461,7 +489,7 @@ impl Tree {
         cur: u32,
         rest: &[Step<'_>],
         prefix: &mut String,
-        out: &mut Vec<(String, Option<u32>)>,
+        out: &mut dyn FnMut(&str, Option<u32>),
     ) {
         let base = prefix.len();
         for c in self.children_of(cur) {
@@ -483,7 +511,7 @@ impl Tree {
         &self,
         cur: u32,
         prefix: &mut String,
-        out: &mut Vec<(String, Option<u32>)>,
+        out: &mut dyn FnMut(&str, Option<u32>),
     ) {
         let base = prefix.len();
         for c in self.children_of(cur) {
@@ -499,12 +527,12 @@ impl Tree {
         }
     }
 
-    fn emit(&self, c: u32, path: &str, out: &mut Vec<(String, Option<u32>)>) {
+    fn emit(&self, c: u32, path: &str, out: &mut dyn FnMut(&str, Option<u32>)) {
         if let Some(series) = self.leaf_of(c) {
-            out.push((path.to_string(), Some(series)));
+            out(path, Some(series));
         }
         if self.is_branch(c) {
-            out.push((path.to_string(), None));
+            out(path, None);
         }
     }
 
@@ -924,6 +952,94 @@ mod tests {
             back.push(p.clone());
         }
         for p in ["h0005.cpu.user", "h01.cpu.user", "w.n1000", "h000a"] {
+            fast.insert(p, 20_000);
+            plain.insert(p, 20_000);
+            back.push(p.to_string());
+        }
+        check(&fast, &plain, &back, "re-added");
+    }
+
+    /// Small nodes visited in name order (and the find's sort skipped when the walk gave
+    /// its answer in order) answer what a plain scan answers, and what filtering every
+    /// path answers: nodes of 1 to 40 children, literal names and braces (a name twice
+    /// too), names that sort before `.` (so paths do not come out in order),
+    /// leaf-and-branch paths, and after removals and re-adds.
+    #[test]
+    fn walked_children_find_what_a_filter_finds() {
+        let mut paths: Vec<String> = Vec::new();
+        for i in 0..40 {
+            // node `n{i}` has i + 1 children
+            for k in 0..=i {
+                paths.push(format!("n{i:02}.c{k:02}.user"));
+                if k % 3 == 0 {
+                    paths.push(format!("n{i:02}.c{k:02}.sys"));
+                }
+            }
+            paths.push(format!("n{i:02}.c00-x.user"));
+            paths.push(format!("n{i:02}.c00+y"));
+        }
+        paths.push("n05.c00".to_string());
+        paths.push("n05.c01.user.deeper".to_string());
+        let mut fast = Tree::default();
+        let mut plain = Tree {
+            sort_wide: false,
+            ..Tree::default()
+        };
+        for (i, p) in paths.iter().enumerate() {
+            fast.insert(p, i as u32);
+            plain.insert(p, i as u32);
+        }
+        let patterns = [
+            "*.c00.user",
+            "*.c15.user",
+            "*.c16.*",
+            "*.c39.sys",
+            "n3*.c3?.user",
+            "*.{c01,c20,c00-x}.user",
+            "*.{c02,c02}.{user,sys}",
+            "n05.c00",
+            "n05.c01.user",
+            "n05.*",
+            "n1[0-5].*.*",
+            "*.c00+y",
+            "*.nothing.user",
+            "n0{1,7}.c0*",
+            "*.*.user",
+        ];
+        let globstars = ["**.user", "n05.**", "*.c01.**.deeper"];
+        let check = |fast: &Tree, plain: &Tree, live: &[String], round: &str| {
+            for pat in patterns {
+                let got = find(fast, pat);
+                assert_eq!(got, find(plain, pat), "{round}: {pat}");
+                assert_eq!(got, filtered(live, pat), "{round}: {pat}");
+            }
+            for pat in globstars {
+                assert_eq!(find(fast, pat), find(plain, pat), "{round}: {pat}");
+            }
+        };
+        check(&fast, &plain, &paths, "built");
+        let gone: Vec<(String, u32)> = paths
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| i % 4 == 1 || p.starts_with("n07"))
+            .map(|(i, p)| (p.clone(), i as u32))
+            .collect();
+        let removals = || gone.iter().map(|(p, i)| (p.as_str(), *i));
+        assert_eq!(fast.remove_many(removals()), gone.len());
+        assert_eq!(plain.remove_many(removals()), gone.len());
+        let live: Vec<String> = paths
+            .iter()
+            .filter(|p| !gone.iter().any(|(g, _)| g == *p))
+            .cloned()
+            .collect();
+        check(&fast, &plain, &live, "removed");
+        let mut back = live.clone();
+        for (k, (p, _)) in gone.iter().enumerate().filter(|(k, _)| k % 2 == 0) {
+            fast.insert(p, 10_000 + k as u32);
+            plain.insert(p, 10_000 + k as u32);
+            back.push(p.clone());
+        }
+        for p in ["n07.c15.user", "n02.c99.user", "n02.c00-x.user.more"] {
             fast.insert(p, 20_000);
             plain.insert(p, 20_000);
             back.push(p.to_string());
