@@ -214,11 +214,6 @@ fn wait_lines(lines: &Arc<Mutex<Vec<String>>>, want: usize, what: &str) {
     }
 }
 
-fn free_port() -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
-
 #[test]
 fn relay_places_as_carbon_and_a_dead_destination_gets_its_backlog_in_order() {
     let dir = scratch();
@@ -340,7 +335,10 @@ fn relay_places_as_carbon_and_a_dead_destination_gets_its_backlog_in_order() {
 fn sigkill_of_the_relay_loses_nothing_it_accepted() {
     let dir = scratch();
     let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink_addr = free_port();
+    // A slow destination: the relay holds a backlog while it drains. It is bound
+    // before the relay is configured, so no other test can take its port.
+    let sink = Sink::start("127.0.0.1:0", lines.clone());
+    let sink_addr = sink.addr;
     let config = dir.path().join("relay.toml");
     std::fs::write(
         &config,
@@ -351,8 +349,6 @@ fn sigkill_of_the_relay_loses_nothing_it_accepted() {
         ),
     )
     .unwrap();
-    // A slow destination: the relay holds a backlog while it drains.
-    let sink = Sink::start(&sink_addr, lines.clone());
     let mut relay = Relay::start(&config);
     // Let a little through, then stall the destination so the relay holds a backlog.
     relay.send(b"kill.test.first 1 1700000000\n");
@@ -448,7 +444,9 @@ fn sigkill_of_the_relay_loses_nothing_it_accepted() {
 fn batch_fsync_forces_each_append_to_disk_and_delivers_in_order() {
     let dir = scratch();
     let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink_addr = free_port();
+    // bound before the relay is configured, so no other test can take its port
+    let sink = Sink::start("127.0.0.1:0", lines.clone());
+    let sink_addr = sink.addr;
     let config = dir.path().join("relay.toml");
     std::fs::write(
         &config,
@@ -460,7 +458,6 @@ fn batch_fsync_forces_each_append_to_disk_and_delivers_in_order() {
         ),
     )
     .unwrap();
-    let _sink = Sink::start(&sink_addr, lines.clone());
     let relay = Relay::start(&config);
     let n = 2000;
     let mut want = Vec::new();
