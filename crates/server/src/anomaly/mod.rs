@@ -78,6 +78,13 @@ impl Default for AnomalyOptions {
     }
 }
 
+/// What scoring a batch gave: the scores to store, and how many points were scored.
+pub(crate) struct Scored {
+    scores: Batch,
+    scored: u64,
+    unscored: u64,
+}
+
 /// Counters for `/metrics`.
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
@@ -101,6 +108,28 @@ pub(crate) struct Stats {
 }
 
 impl Stats {
+    /// Counts a batch's scoring once its scores are written (`None`: none to write),
+    /// so that whoever sees `points_scored` move can read the scores.
+    fn count_scored<E: std::fmt::Display>(
+        &self,
+        s: &Scored,
+        written: Option<Result<AppendOutcome, E>>,
+    ) {
+        match written {
+            Some(Ok(o)) => {
+                self.scores_stored.fetch_add(o.accepted, Ordering::Relaxed);
+            }
+            Some(Err(e)) => {
+                self.score_writes_failed.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("scores not stored: {e}");
+            }
+            None => {}
+        }
+        self.points_scored.fetch_add(s.scored, Ordering::Relaxed);
+        self.points_unscored
+            .fetch_add(s.unscored, Ordering::Relaxed);
+    }
+
     fn write_prometheus(&self, out: &mut String) {
         use std::fmt::Write as _;
         let rows: [(&str, &str, &str, &AtomicU64); 17] = [
@@ -462,13 +491,14 @@ impl Engine {
     }
 
     /// Feeds the points of a batch the store took to their detectors; returns the
-    /// scores as a batch of companion series.
+    /// scores as a batch of companion series, to be written and then counted
+    /// ([`Stats::count_scored`]).
     /// `ids` are the points' series ids from [`Store::append_ids`] (`u32::MAX`: a
     /// series the store refused to create, not scored). `placed_at` is the time the
     /// store placed the points at: the clock on a single node, the arrival time
     /// carried in the log on a storage node (so that replicas decide alike which
     /// points are too far in the future to score, and read the same history).
-    fn score(&self, batch: &Batch, ids: &[u32], placed_at: i64) -> Batch {
+    fn score(&self, batch: &Batch, ids: &[u32], placed_at: i64) -> Scored {
         self.check_names();
         let mut scores = Batch::new();
         let now = SystemClock.now();
@@ -524,13 +554,11 @@ impl Engine {
                 self.record(change);
             }
         }
-        self.stats
-            .points_scored
-            .fetch_add(scored, Ordering::Relaxed);
-        self.stats
-            .points_unscored
-            .fetch_add(unscored, Ordering::Relaxed);
-        scores
+        Scored {
+            scores,
+            scored,
+            unscored,
+        }
     }
 
     /// Before its first point in this process: a restored detector takes the stored
@@ -687,24 +715,9 @@ impl Sink for AnomalySink {
     fn append(&self, batch: &Batch) -> Result<AppendOutcome, SinkError> {
         let mut ids = Vec::new();
         let outcome = self.store.append_ids(batch, &mut ids)?;
-        let scores = self.engine.score(batch, &ids, SystemClock.now());
-        if !scores.is_empty() {
-            match self.store.append(&scores) {
-                Ok(o) => {
-                    self.engine
-                        .stats
-                        .scores_stored
-                        .fetch_add(o.accepted, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    self.engine
-                        .stats
-                        .score_writes_failed
-                        .fetch_add(1, Ordering::Relaxed);
-                    tracing::debug!("scores not stored: {e}");
-                }
-            }
-        }
+        let s = self.engine.score(batch, &ids, SystemClock.now());
+        let written = (!s.scores.is_empty()).then(|| self.store.append(&s.scores));
+        self.engine.stats.count_scored(&s, written);
         Ok(outcome)
     }
 }
@@ -721,25 +734,9 @@ pub(crate) struct LogScorer {
 
 impl sumi_cluster::ApplyObserver for LogScorer {
     fn applied(&self, batch: &Batch, ids: &[u32], arrival: i64) {
-        let scores = self.engine.score(batch, ids, arrival);
-        if scores.is_empty() {
-            return;
-        }
-        match self.store.write_at(&scores, arrival) {
-            Ok(o) => {
-                self.engine
-                    .stats
-                    .scores_stored
-                    .fetch_add(o.accepted, Ordering::Relaxed);
-            }
-            Err(e) => {
-                self.engine
-                    .stats
-                    .score_writes_failed
-                    .fetch_add(1, Ordering::Relaxed);
-                tracing::debug!("scores not stored: {e}");
-            }
-        }
+        let s = self.engine.score(batch, ids, arrival);
+        let written = (!s.scores.is_empty()).then(|| self.store.write_at(&s.scores, arrival));
+        self.engine.stats.count_scored(&s, written);
     }
 }
 
