@@ -126,19 +126,7 @@ impl TimeSeries {
         values: Vec<Option<f64>>,
     ) -> TimeSeries {
         let name = name.into();
-        TimeSeries {
-            tags: Tags::from_name(&name),
-            path_expression: name.clone(),
-            name,
-            start,
-            end,
-            step,
-            values,
-            consolidation: Consolidation::Average,
-            x_files_factor: 0.0,
-            values_per_point: 1,
-            options: SeriesOptions::default(),
-        }
+        TimeSeries::with_path_expression(name.clone(), name, start, end, step, values)
     }
 
     /// [`new`](Self::new) with its path expression given (the glob it was fetched for)
