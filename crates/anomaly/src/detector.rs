@@ -46,7 +46,22 @@ pub struct Views {
 
 /// A view's score from its surprise `z` (1 = its "half" setting): `1 − 2^(−z²)`.
 fn half_one(z: f64) -> f64 {
+    if z == 0.0 {
+        // what the formula gives (exp(-0) is 1), without the call
+        return 0.0;
+    }
     1.0 - (-z * z * std::f64::consts::LN_2).exp()
+}
+
+/// The first stage's spread surprise of the ratio `r` of the recent to the usual
+/// step: `max(ln r, 0) / ln half`. A ratio of at most 1 (or not a number) is 0, as
+/// the formula gives (`half` > 1 is checked), without the two logarithms.
+fn spread_z(r: f64, half: f64) -> f64 {
+    if r > 1.0 {
+        r.ln().max(0.0) / half.ln()
+    } else {
+        0.0
+    }
 }
 
 impl Views {
@@ -166,13 +181,17 @@ pub(crate) struct State {
 /// The first stage of a two-stage detector ([`Config::block`] of 2 or more): a few
 /// words read and written by every point, where the full detector (the second stage)
 /// runs once per block. Saved and restored by [`crate::codec`] (version 5).
+///
+/// `repr(C)`, in the order a point reads them, with the detector's settings pointer
+/// just before it ([`Detector`] is `repr(C)` too): a point of a two-stage detector
+/// touches three adjacent cache lines of its series' state, which the server fetches
+/// ahead of the point (`Detector::hot_state`).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[repr(C)]
 pub(crate) struct Gate {
     pub(crate) last_ts: Option<i64>,
     /// Accepted points.
     pub(crate) seen: u64,
-    /// Late, repeated, out-of-order or non-finite points.
-    pub(crate) ignored: u64,
     /// Usual time between points (seconds), 0 until two points were seen.
     pub(crate) step: f64,
     /// Robust running level and mean absolute deviation from it.
@@ -188,28 +207,33 @@ pub(crate) struct Gate {
     pub(crate) peak: f64,
     /// Sum and count of the points of the block being filled.
     pub(crate) sum: f64,
+    /// Accepted points since the last alarm (saturating).
+    pub(crate) since_alarm: u64,
     pub(crate) count: u32,
     /// Points in a row equal to their previous one, and the longest such run that ended.
     pub(crate) flat_run: u32,
     pub(crate) flat_max: u32,
-    /// Accepted points since the last alarm (saturating).
-    pub(crate) since_alarm: u64,
     /// Time of the first scored point.
     pub(crate) first_scored: Option<i64>,
     /// The first stage's surprises behind the last score (point, gap, flatline, step,
     /// spread); not saved (explanations only).
     pub(crate) zs: [f64; 5],
+    /// Late, repeated, out-of-order or non-finite points.
+    pub(crate) ignored: u64,
 }
 
 /// One series' detector. Feed it the series' points in time order with [`update`].
 ///
 /// [`update`]: Detector::update
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Detector {
     /// Shared by every detector of a rule when the caller passes one `Arc` (the
     /// server does): the settings a point reads then stay in the cache instead of
     /// being fetched with each series' state.
     cfg: std::sync::Arc<Config>,
+    /// The first stage (two-stage configurations only; default otherwise).
+    pub(crate) gate: Gate,
     pub(crate) st: State,
     /// The views' surprises behind the last score (`None`: no score); [`Detector::views`]
     /// turns them into view scores only when asked, which is rarely on the ingest path.
@@ -221,8 +245,6 @@ pub struct Detector {
     /// The last `Config::local` values in ascending order, for the local view; not
     /// saved: rebuilt from the ring on restore.
     local_sorted: Vec<f64>,
-    /// The first stage (two-stage configurations only; default otherwise).
-    pub(crate) gate: Gate,
 }
 
 impl Detector {
@@ -334,6 +356,22 @@ impl Detector {
             + self.cfg.season_bins() * std::mem::size_of::<(f64, u8)>()
     }
 
+    /// Reads a word of each cache line a point of this detector reads first (for a
+    /// two-stage detector: its settings pointer and first stage, three lines, see
+    /// [`Gate`]). A caller with many series to update can call it on each of them
+    /// first, so their state comes in from memory at once (the loads overlap), and
+    /// then update them one by one. Changes nothing; pass the result to
+    /// [`std::hint::black_box`].
+    pub fn warm(&self) -> u64 {
+        let cfg = std::sync::Arc::as_ptr(&self.cfg) as u64;
+        if self.cfg.two_stage() {
+            let g = &self.gate;
+            cfg ^ g.seen ^ g.since_alarm ^ g.zs[4].to_bits()
+        } else {
+            cfg ^ self.st.seen ^ self.st.since_alarm
+        }
+    }
+
     /// Takes the point `(ts, value)` (ts in seconds) and returns its anomaly score in
     /// `[0, 1]`, or `None` when the point was ignored (see the module doc) or the
     /// detector is still in its warm-up and has no opinion yet.
@@ -378,7 +416,7 @@ impl Detector {
             (
                 (x - g.level).abs() / g.dev.max(floor) / cfg.gate_half,
                 d / g.jump.max(floor) / cfg.gate_half,
-                ((fast + floor) / (g.jump + floor)).ln().max(0.0) / cfg.spread_half.ln(),
+                spread_z((fast + floor) / (g.jump + floor), cfg.spread_half),
             )
         } else {
             (0.0, 0.0, 0.0)

@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use sumi_anomaly::events::{Change, Event, Tracker};
 use sumi_anomaly::state_file as state;
-use sumi_anomaly::{Detector, Views};
-use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError, SystemClock};
+use sumi_anomaly::Detector;
+use sumi_model::{AppendOutcome, Batch, Clock, Point, Sink, SinkError, SystemClock};
 use sumi_query::functions::anomaly::SCORE_PREFIX;
 use sumi_store::Store;
 use tracing::{info, warn};
@@ -181,18 +181,27 @@ enum Slot {
     Watched(Box<Watched>),
 }
 
+///
+/// `repr(C)` and cache-line aligned: what a point reads and writes (the first three
+/// fields, the detector's settings pointer and, for a two-stage detector, its first
+/// stage) sits in the first three cache lines, which [`Engine::score`] reads for
+/// many series at once before it updates them one by one ([`Detector::warm`]).
+#[repr(C, align(64))]
 struct Watched {
+    /// Wall-clock second of the series' last point in this process (its start for a
+    /// restored series): an open event of a series gone quiet is closed.
+    last_arrival: i64,
+    /// Restored or created in this process and not yet caught up with the store.
+    needs_history: bool,
+    /// `tracker.open.is_some()`, kept here so that a point of a series without an
+    /// open event that scores below the alarm reads nothing of the tracker.
+    open: bool,
+    det: Detector,
     /// The series' name when the detector took it on (a delete or a rename moves the
     /// detector to [`Engine::detached`] under this name, where today's name finds it).
     name: Box<str>,
     rule: usize,
-    det: Detector,
     tracker: Tracker,
-    /// Restored or created in this process and not yet caught up with the store.
-    needs_history: bool,
-    /// Wall-clock second of the series' last point in this process (its start for a
-    /// restored series): an open event of a series gone quiet is closed.
-    last_arrival: i64,
 }
 
 /// Open events by series, and the most recent closed ones.
@@ -346,6 +355,7 @@ impl Engine {
                     rule,
                     det: Detector::new(self.rules.0[rule].config.clone()),
                     tracker: Tracker::default(),
+                    open: false,
                     needs_history: !self.fresh_store,
                     last_arrival: now,
                 }))
@@ -396,6 +406,7 @@ impl Engine {
                                 name: s.name.into_boxed_str(),
                                 rule,
                                 det,
+                                open: s.tracker.open.is_some(),
                                 tracker: s.tracker,
                                 needs_history: true,
                                 last_arrival: SystemClock.now(),
@@ -500,65 +511,108 @@ impl Engine {
     /// points are too far in the future to score, and read the same history).
     fn score(&self, batch: &Batch, ids: &[u32], placed_at: i64) -> Scored {
         self.check_names();
-        let mut scores = Batch::new();
         let now = SystemClock.now();
+        let points: Vec<(&str, Point, u32)> = batch
+            .iter()
+            .zip(ids)
+            .filter(|&((name, p), &id)| {
+                id != u32::MAX
+                    && !name.starts_with(SCORE_PREFIX)
+                    && p.ts <= placed_at + self.max_future_secs
+            })
+            .map(|((name, p), &id)| (name, p, id))
+            .collect();
+        // The points grouped by shard, in batch order within each (a series' points
+        // keep their order, and which series comes first does not change its scores):
+        // each shard is locked once a batch.
+        let mut starts = [0usize; SHARDS + 1];
+        for &(_, _, id) in &points {
+            starts[id as usize % SHARDS + 1] += 1;
+        }
+        for s in 0..SHARDS {
+            starts[s + 1] += starts[s];
+        }
+        let mut order = vec![0u32; points.len()];
+        let mut next = starts;
+        for (k, &(_, _, id)) in points.iter().enumerate() {
+            let s = id as usize % SHARDS;
+            order[next[s]] = k as u32;
+            next[s] += 1;
+        }
+        let mut out = Scored {
+            scores: Batch::new(),
+            scored: 0,
+            unscored: 0,
+        };
         let mut score_name = String::new();
-        let (mut scored, mut unscored) = (0u64, 0u64);
-        for ((name, p), &id) in batch.iter().zip(ids) {
-            if id == u32::MAX
-                || name.starts_with(SCORE_PREFIX)
-                || p.ts > placed_at + self.max_future_secs
-            {
+        let mut changes = Vec::new();
+        for (s, shard) in self.shards.iter().enumerate() {
+            let group = &order[starts[s]..starts[s + 1]];
+            if group.is_empty() {
                 continue;
             }
-            let (shard, i) = self.shard_of(id);
-            let mut map = shard.lock().expect("shard");
-            if map.slots.len() <= i {
-                map.slots.resize_with(i + 1, Slot::default);
+            let mut sh = shard.lock().expect("shard");
+            // First every point's slot, reading the first lines of each watched
+            // series' state: these loads do not wait on each other, so the state of
+            // many series comes in from memory at once instead of one after another.
+            let mut warm = 0u64;
+            for &k in group {
+                let (name, _, id) = points[k as usize];
+                let i = id as usize / SHARDS;
+                if sh.slots.len() <= i {
+                    sh.slots.resize_with(i + 1, Slot::default);
+                }
+                let slot = &mut sh.slots[i];
+                if let Slot::Unseen = slot {
+                    *slot = self.first_sight(name, now);
+                }
+                if let Slot::Watched(w) = slot {
+                    warm ^= w.last_arrival as u64 ^ w.det.warm();
+                }
             }
-            let slot = &mut map.slots[i];
-            if let Slot::Unseen = slot {
-                *slot = self.first_sight(name, now);
+            std::hint::black_box(warm);
+            for &k in group {
+                let (name, p, id) = points[k as usize];
+                let Slot::Watched(w) = &mut sh.slots[id as usize / SHARDS] else {
+                    continue;
+                };
+                w.last_arrival = now;
+                if w.needs_history {
+                    w.needs_history = false;
+                    self.catch_up(name, w, p.ts, placed_at);
+                }
+                let Some(score) = w.det.update(p.ts, p.value) else {
+                    out.unscored += 1;
+                    continue;
+                };
+                out.scored += 1;
+                // a score of 0 ("nothing unusual", below the rule's `quiet`) is not
+                // stored: anomalyScore answers 0 for a scored point without a stored score
+                if score > 0.0 {
+                    score_name.clear();
+                    score_name.push_str(SCORE_PREFIX);
+                    score_name.push_str(name);
+                    out.scores.push(&score_name, p.ts, score);
+                }
+                // the rule's settings (shared by its detectors)
+                let alarm = w.det.config().alarm;
+                if !w.open && score < alarm {
+                    // no event to open or extend (`Tracker::observe` would do nothing)
+                    continue;
+                }
+                let views = w.det.views();
+                let change = w.tracker.observe(name, p.ts, score, &views, alarm);
+                w.open = w.tracker.open.is_some();
+                if change != Change::None {
+                    changes.push(change);
+                }
             }
-            let Slot::Watched(w) = slot else {
-                continue;
-            };
-            w.last_arrival = now;
-            if w.needs_history {
-                w.needs_history = false;
-                self.catch_up(name, w, p.ts, placed_at);
-            }
-            let Some(s) = w.det.update(p.ts, p.value) else {
-                unscored += 1;
-                continue;
-            };
-            scored += 1;
-            // a score of 0 ("nothing unusual", below the rule's `quiet`) is not
-            // stored: anomalyScore answers 0 for a scored point without a stored score
-            if s > 0.0 {
-                score_name.clear();
-                score_name.push_str(SCORE_PREFIX);
-                score_name.push_str(name);
-                scores.push(&score_name, p.ts, s);
-            }
-            let alarm = self.rules.0[w.rule].config.alarm;
-            // the views only matter to an open event or one about to open
-            let views = if w.tracker.open.is_some() || s >= alarm {
-                w.det.views()
-            } else {
-                Views::default()
-            };
-            let change = w.tracker.observe(name, p.ts, s, &views, alarm);
-            drop(map);
-            if change != Change::None {
+            drop(sh);
+            for change in changes.drain(..) {
                 self.record(change);
             }
         }
-        Scored {
-            scores,
-            scored,
-            unscored,
-        }
+        out
     }
 
     /// Before its first point in this process: a restored detector takes the stored
@@ -633,7 +687,9 @@ impl Engine {
             let e = self
                 .with_watched(&name, |w| {
                     if now.saturating_sub(w.last_arrival) >= quiet.as_secs() as i64 {
-                        w.tracker.close_now()
+                        let e = w.tracker.close_now();
+                        w.open = w.tracker.open.is_some();
+                        e
                     } else {
                         None
                     }
