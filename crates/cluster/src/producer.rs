@@ -27,6 +27,13 @@ const MAX_RECORD_BYTES: usize = 256 * 1024;
 /// or not. A report still wakes the thread at once; only a stop waits up to this long.
 const POLL_WINDOW: Duration = Duration::from_secs(1);
 
+/// TEMPORARY (A/B measurement only, removed before merge): `SUMI_AB_OLD_PRODUCER=1`
+/// brings back the 100 ms poll and the sort by name.
+fn ab_old() -> bool {
+    static OLD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OLD.get_or_init(|| std::env::var_os("SUMI_AB_OLD_PRODUCER").is_some_and(|v| v == "1"))
+}
+
 /// A producer and the thread that polls it for delivery reports (what rdkafka's
 /// `ThreadedProducer` does, with a longer poll, see [`POLL_WINDOW`]).
 struct Polled {
@@ -42,8 +49,13 @@ impl Polled {
         std::thread::Builder::new()
             .name("sumi-produce-poll".into())
             .spawn(move || {
+                let window = if ab_old() {
+                    Duration::from_millis(100)
+                } else {
+                    POLL_WINDOW
+                };
                 while !st.load(Ordering::Relaxed) {
-                    p.poll(POLL_WINDOW);
+                    p.poll(window);
                 }
             })?;
         Ok(Polled { producer, stop })
@@ -345,13 +357,31 @@ impl KafkaSink {
                 w.reset(arrival);
             }
         };
-        for (name, p) in batch.iter() {
-            push(
-                partition_for(name, self.core.partitions),
-                name,
-                p.ts,
-                p.value,
-            );
+        if ab_old() && version != 1 {
+            let mut points: Vec<(u32, &str, i64, f64)> = batch
+                .iter()
+                .map(|(name, p)| {
+                    (
+                        partition_for(name, self.core.partitions),
+                        name,
+                        p.ts,
+                        p.value,
+                    )
+                })
+                .collect();
+            points.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            for (part, name, ts, value) in points {
+                push(part, name, ts, value);
+            }
+        } else {
+            for (name, p) in batch.iter() {
+                push(
+                    partition_for(name, self.core.partitions),
+                    name,
+                    p.ts,
+                    p.value,
+                );
+            }
         }
         for (part, w) in writers.iter_mut().enumerate() {
             if let Some(w) = w.as_mut().filter(|w| !w.is_empty()) {
