@@ -27,13 +27,6 @@ const MAX_RECORD_BYTES: usize = 256 * 1024;
 /// or not. A report still wakes the thread at once; only a stop waits up to this long.
 const POLL_WINDOW: Duration = Duration::from_secs(1);
 
-/// TEMPORARY (A/B measurement only, removed before merge): `SUMI_AB_OLD_PRODUCER=1`
-/// brings back the 100 ms poll and the sort by name.
-fn ab_old() -> bool {
-    static OLD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OLD.get_or_init(|| std::env::var_os("SUMI_AB_OLD_PRODUCER").is_some_and(|v| v == "1"))
-}
-
 /// A producer and the thread that polls it for delivery reports (what rdkafka's
 /// `ThreadedProducer` does, with a longer poll, see [`POLL_WINDOW`]).
 struct Polled {
@@ -49,13 +42,8 @@ impl Polled {
         std::thread::Builder::new()
             .name("sumi-produce-poll".into())
             .spawn(move || {
-                let window = if ab_old() {
-                    Duration::from_millis(100)
-                } else {
-                    POLL_WINDOW
-                };
                 while !st.load(Ordering::Relaxed) {
-                    p.poll(window);
+                    p.poll(POLL_WINDOW);
                 }
             })?;
         Ok(Polled { producer, stop })
@@ -342,20 +330,6 @@ impl KafkaSink {
         let version = self.core.record_version;
         let flags = if version == 1 { 0 } else { flags };
         let points = batch.iter().map(|(name, p)| (name, p.ts, p.value));
-        if ab_old() && version != 1 {
-            let parts = self.core.partitions;
-            let mut sorted: Vec<(u32, &str, i64, f64)> = points
-                .map(|(n, ts, v)| (partition_for(n, parts), n, ts, v))
-                .collect();
-            sorted.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            return encode_records(
-                sorted.into_iter().map(|(_, n, ts, v)| (n, ts, v)),
-                self.core.partitions,
-                version,
-                flags,
-                arrival,
-            );
-        }
         encode_records(points, self.core.partitions, version, flags, arrival)
     }
 
@@ -671,9 +645,17 @@ mod tests {
         // about one carbon batch of an ingest connection (8,300 points)
         let b = agent_batch(83, 1);
         let reps = 400;
+        // this thread's CPU time in ns (the machine may be shared: not wall time)
+        let cpu_ns = || -> u64 {
+            std::fs::read_to_string("/proc/thread-self/schedstat")
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0)
+        };
         let run = |sorted: bool| {
-            let t = std::time::Instant::now();
+            let t = cpu_ns();
             let mut bytes = 0;
+            let mut last = Vec::new();
             for _ in 0..reps {
                 let records = if sorted {
                     let mut v: Vec<(u32, &str, i64, f64)> = b
@@ -686,15 +668,27 @@ mod tests {
                     encode_records(b.iter().map(|(n, p)| (n, p.ts, p.value)), 6, 2, 0, 1)
                 };
                 bytes = records.iter().map(|(_, r)| r.len()).sum::<usize>();
+                last = records;
             }
-            let per_point = t.elapsed().as_nanos() as f64 / (reps * b.len()) as f64;
-            (per_point, bytes as f64 / b.len() as f64)
+            let per_point = (cpu_ns() - t) as f64 / (reps * b.len()) as f64;
+            // what a storage node then pays to read them
+            let t = cpu_ns();
+            let mut out = Batch::new();
+            for _ in 0..reps {
+                for (_, r) in &last {
+                    out.clear();
+                    decode_into(r, &mut out).unwrap();
+                }
+            }
+            let decode = (cpu_ns() - t) as f64 / (reps * b.len()) as f64;
+            (per_point, bytes as f64 / b.len() as f64, decode)
         };
         for round in 0..3 {
-            let (ns_s, by_s) = run(true);
-            let (ns_o, by_o) = run(false);
+            let (ns_s, by_s, de_s) = run(true);
+            let (ns_o, by_o, de_o) = run(false);
             println!(
-                "round {round}: sorted {ns_s:.1} ns/point {by_s:.2} B/point; batch order {ns_o:.1} ns/point {by_o:.2} B/point"
+                "round {round}: sorted: encode {ns_s:.1} ns/point, {by_s:.2} B/point, decode {de_s:.1} ns/point; \
+                 batch order: encode {ns_o:.1} ns/point, {by_o:.2} B/point, decode {de_o:.1} ns/point"
             );
         }
     }
