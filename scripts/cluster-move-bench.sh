@@ -11,8 +11,8 @@
 # copy alone (from node 4's log), and both per GiB of dump. With
 # SUMI_MOVE_LOAD_RATE=N, a second `sumi bench` sends N points a second (to 10,000 other
 # series, one point a second each, up to $SUMI_MOVE_LOAD_POINTS a series, default
-# 3600) from 3 s before the move until node 4 counts, and the points Kafka
-# acknowledged meanwhile are printed too.
+# 600, at the niceness $SUMI_MOVE_LOAD_NICE, default 0) from 3 s before the move
+# until node 4 counts, and the points Kafka acknowledged meanwhile are printed too.
 #
 # SUMI_MOVE_FILL says how the partition is filled: `bench` (the default, above),
 # `random` (scripts/cluster-fill.py: SERIES series of POINTS random doubles, one a
@@ -86,6 +86,8 @@ print("the data is in Kafka and on every replica; moving partition 0 from node %
 readers = [("ingest", env["INGEST_HTTP"])]
 others = [n for n in storage if n not in (src, dst) and env.get("NODE%d_PID" % n)
           and os.path.exists("/proc/%s" % env["NODE%d_PID" % n])]
+# a node that stores no replica of partition 0 reads it from its peers: prefer one
+others.sort(key=lambda n: "0" not in env.get("NODE%d_PARTITIONS" % n, "").split(","))
 if others:
     readers.append(("node%d" % others[-1], env["NODE%d_HTTP" % others[-1]]))
 
@@ -156,8 +158,8 @@ rate = int(os.environ.get("SUMI_MOVE_LOAD_RATE", "0") or 0)
 load = None
 if rate > 0:
     load = subprocess.Popen(
-        [env["SUMI_BIN"], "bench", "--carbon", env["INGEST_CARBON"], "--http", env["INGEST_HTTP"],
-         "--series", "10000", "--points", os.environ.get("SUMI_MOVE_LOAD_POINTS", "3600"),
+        ["nice", "-n", os.environ.get("SUMI_MOVE_LOAD_NICE", "0"), env["SUMI_BIN"], "bench", "--carbon", env["INGEST_CARBON"], "--http", env["INGEST_HTTP"],
+         "--series", "10000", "--points", os.environ.get("SUMI_MOVE_LOAD_POINTS", "600"),
          "--step", "1", "--rate", str(rate), "--no-progress", "--probes", "0",
          "--stall-timeout", "600", "--prefix", "moveload2"],
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(dir, "move-load.log"), "w"))
@@ -194,7 +196,7 @@ for t in threads:
 m = re.search(r"after ([0-9.]+) s", out)
 counted = float(m.group(1))
 log = open(os.path.join(dir, "node%d" % dst, "sumi.log")).read()
-c = re.search(r"^(\S+) .*partition copied from a replica.*?peer=(\S+) .*?series=(\d+) points=(\d+) bytes=(\d+) secs=([0-9.]+)", log, re.M)
+c = re.search(r'^(\S+) .*partition copied from a replica.*?peer="?([^"\s]+)"? .*?series=(\d+) points=(\d+) bytes=(\d+) secs=([0-9.]+)', log, re.M)
 stamp = datetime.datetime.strptime(c.group(1)[:26].rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc).timestamp()
 peer = c.group(2)
 nseries, npoints, nbytes, copy = int(c.group(3)), int(c.group(4)), int(c.group(5)), float(c.group(6))
