@@ -22,9 +22,11 @@
 # nodes, so that one fill serves several moves (1 -> 4, then 2 -> 5, ...).
 #
 # Meanwhile, every second, reads of the moving series (`movefill.h000000.*` or
-# `moveload.host00000.*.*`, two days) are asked of the ingest node and of a storage
-# node that is neither FROM nor TO; an answer counts as failed (error or not 200),
-# partial (X-Sumi-Partial) or short (fewer series or points than before the move).
+# `moveload.host00000.*.*`, from 23 hours before the move, so that the window stays in
+# the default retention's first archive) are asked of the ingest node and of a storage
+# node that is neither FROM nor TO (one with no replica of the partition, if any); an
+# answer counts as failed (error or not 200), partial (X-Sumi-Partial) or short (fewer
+# series or points than before the move).
 # The new node's CPU seconds and peak RSS are sampled every 0.5 s, per phase: start
 # (process start to the copy's start), copy, catch-up (copy's end to counted); the
 # copying replica's CPU during the copy too.
@@ -91,8 +93,12 @@ others.sort(key=lambda n: "0" not in env.get("NODE%d_PARTITIONS" % n, "").split(
 if others:
     readers.append(("node%d" % others[-1], env["NODE%d_HTTP" % others[-1]]))
 
+# a fixed window that stays in the finest archive for an hour (the default retention's
+# first archive holds a day): the points in it do not age out during the move
+read_from = int(time.time()) - 23 * 3600
+
 def read_once(addr):
-    url = "http://%s/render?%s" % (addr, urllib.parse.urlencode({"target": target, "from": "-2d", "format": "json"}))
+    url = "http://%s/render?%s" % (addr, urllib.parse.urlencode({"target": target, "from": str(read_from), "format": "json"}))
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
             partial = r.headers.get("X-Sumi-Partial")
@@ -235,7 +241,7 @@ data = os.path.join(dir, "node%d" % dst, "data")
 print("  node %d's data after the move: parts %.1f MiB, wal %.1f MiB"
       % (dst, du(os.path.join(data, "parts")) / 2**20, du(os.path.join(data, "wal")) / 2**20))
 for name, r in reads.items():
-    print("  reads of %s on %s, one a second from before the move to after node %d let go: %d asked, %d failed, %d partial, %d short (slowest %.2f s)"
-          % (target, name, src, r["asked"], r["failed"], r["partial"], r["short"], r["slowest"]))
+    print("  reads of %s (%d series, %d points) on %s, one a second from before the move to after node %d let go: %d asked, %d failed, %d partial, %d short (slowest %.2f s)"
+          % (target, base[name][1], base[name][2], name, src, r["asked"], r["failed"], r["partial"], r["short"], r["slowest"]))
 print("  load average: %s" % open("/proc/loadavg").read().strip())
 PY
