@@ -86,8 +86,15 @@ print("the data is in Kafka and on every replica; moving partition 0 from node %
 
 # reads of the moving series, every second, on the ingest node and a bystander
 readers = [("ingest", env["INGEST_HTTP"])]
-others = [n for n in storage if n not in (src, dst) and env.get("NODE%d_PID" % n)
-          and os.path.exists("/proc/%s" % env["NODE%d_PID" % n])]
+def answers(addr):
+    try:
+        return urllib.request.urlopen("http://%s/health" % addr, timeout=5).status == 200
+    except Exception:
+        return False
+
+# (a node a move left stopped owns nothing; its PID may be another process's by now)
+others = [n for n in storage if n not in (src, dst) and env.get("NODE%d_PARTITIONS" % n)
+          and answers(env["NODE%d_HTTP" % n])]
 # a node that stores no replica of partition 0 reads it from its peers: prefer one
 others.sort(key=lambda n: "0" not in env.get("NODE%d_PARTITIONS" % n, "").split(","))
 if others:
