@@ -1370,6 +1370,88 @@ mod tests {
         check(&trees, &back, "re-added");
     }
 
+    /// Not a check, a timing: `bench.*.cpu.user` over a tree of `sumi bench`'s names
+    /// (`SUMI_FIND_SERIES`, default 1,000,000, 100 a host), one match after another,
+    /// batched, and batched over two threads, alternating; medians of 20. Run with
+    /// `cargo test --release -p sumi-store --lib find_timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a timing, not a check"]
+    fn find_timing() {
+        let series: usize = std::env::var("SUMI_FIND_SERIES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000_000);
+        // 100 a host, as `sumi bench` names them (its first is `cpu.user`)
+        let mut metrics: Vec<String> = Vec::new();
+        let cpu = [
+            "user",
+            "nice",
+            "system",
+            "idle",
+            "iowait",
+            "irq",
+            "softirq",
+            "steal",
+            "guest",
+            "guest_nice",
+        ];
+        metrics.extend(cpu.map(|c| format!("cpu.{c}")));
+        metrics.extend((1..=3).map(|l| format!("loadavg.loadavg{l}")));
+        metrics.extend((0..12).map(|x| format!("memory.m{x}")));
+        for d in ["sda", "sdb"] {
+            metrics.extend((0..8).map(|x| format!("disk.{d}.x{x}")));
+        }
+        for f in ["root", "var", "data"] {
+            metrics.extend((0..4).map(|x| format!("filesystem.{f}.x{x}")));
+        }
+        for i in ["eth0", "eth1"] {
+            metrics.extend((0..8).map(|x| format!("interface.{i}.x{x}")));
+        }
+        metrics.extend((0..11).map(|x| format!("processes.p{x}")));
+        for a in 0..4 {
+            metrics.extend((0..5).map(|x| format!("app{a}.x{x}")));
+        }
+        assert_eq!(metrics.len(), 100);
+        let mut t = Tree::default();
+        let mut cache = PathCache::default();
+        for id in 0..series {
+            let path = format!("bench.host{:05}.{}", id / 100, metrics[id % 100]);
+            t.insert_cached(&path, id as u32, &mut cache);
+        }
+        let p = PathPattern::parse("bench.*.cpu.user");
+        let want = t.find_ids(&p);
+        eprintln!(
+            "{series} series, {} nodes, {} answers, tree {} B a series",
+            t.node_count(),
+            want.len(),
+            t.heap_bytes() / series.max(1)
+        );
+        let ways = [
+            ("one at a time", usize::MAX, usize::MAX),
+            ("batched", BATCH_MIN, usize::MAX),
+            ("batched, split", BATCH_MIN, SPLIT_MIN),
+        ];
+        let mut times = vec![Vec::new(); ways.len()];
+        for _ in 0..20 {
+            for (k, &(_, batch_min, split_min)) in ways.iter().enumerate() {
+                t.batch_min = batch_min;
+                t.split_min = split_min;
+                let start = std::time::Instant::now();
+                let got = t.find_ids(&p);
+                times[k].push(start.elapsed().as_secs_f64() * 1e3);
+                assert_eq!(got, want);
+            }
+        }
+        for ((name, _, _), mut ms) in ways.into_iter().zip(times) {
+            ms.sort_by(f64::total_cmp);
+            eprintln!(
+                "{name}: median {:.2} ms (min {:.2})",
+                ms[ms.len() / 2],
+                ms[0]
+            );
+        }
+    }
+
     #[test]
     fn braces_and_sets() {
         let t = tree(&["web01.cpu", "web02.cpu", "db01.cpu", "web03.mem"]);
