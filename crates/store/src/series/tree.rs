@@ -176,6 +176,15 @@ impl Default for Tree {
     }
 }
 
+impl Node {
+    const EMPTY: Node = Node {
+        sym: NONE,
+        first_child: NONE,
+        next_sibling: NONE,
+        leaf: NONE,
+    };
+}
+
 impl Tree {
     fn child_hash(state: &FixedState, parent: u32, sym: u32) -> u64 {
         state.hash_one((u64::from(parent) << 32) | u64::from(sym))
@@ -584,10 +593,20 @@ impl Tree {
             }
             levels.push(std::mem::replace(&mut up, found));
         }
+        // the matched children's names and the found nodes, each read in a loop of
+        // independent reads (their misses overlap too) before the paths are built
+        let tops: Vec<u32> = matched
+            .iter()
+            .map(|&c| self.node(c).map_or(NONE, |n| n.sym))
+            .collect();
+        let found: Vec<Node> = up
+            .iter()
+            .map(|&(_, _, c)| self.node(c).copied().unwrap_or(Node::EMPTY))
+            .collect();
         let base = prefix.len();
         // the literal names from the matched child down to a found node, deepest first
-        let mut names: Vec<u32> = Vec::with_capacity(lits.len());
-        for &(i, sym, c) in &up {
+        let mut names: Vec<u32> = Vec::with_capacity(lits.len() + 1);
+        for (&(i, sym, c), node) in up.iter().zip(&found) {
             names.clear();
             names.push(sym);
             let mut i = i;
@@ -599,17 +618,21 @@ impl Tree {
                 i = j;
             }
             // i is now the index in `matched`
-            if base > 0 {
-                prefix.push('.');
-            }
-            prefix.push_str(self.name_of(matched.get(i as usize).copied().unwrap_or(NONE)));
-            for &s in names.iter().rev() {
-                prefix.push('.');
+            names.push(tops.get(i as usize).copied().unwrap_or(NONE));
+            for (k, &s) in names.iter().rev().enumerate() {
+                if base > 0 || k > 0 {
+                    prefix.push('.');
+                }
                 prefix.push_str(std::str::from_utf8(self.syms.get_bytes(s)).unwrap_or_default());
             }
             if after.is_empty() {
-                self.emit(c, prefix, out);
-            } else if self.is_branch(c) {
+                if node.leaf != NONE {
+                    out(prefix, Some(node.leaf));
+                }
+                if node.first_child != NONE {
+                    out(prefix, None);
+                }
+            } else if node.first_child != NONE {
                 self.find_from(c, after, prefix, out);
             }
             prefix.truncate(base);
