@@ -559,7 +559,10 @@ impl Tree {
             }
             return;
         }
-        if matched.len() >= self.split_min && !SPLIT.get() {
+        if matched.len() >= self.split_min
+            && !SPLIT.get()
+            && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+        {
             if let Some(()) = self.split(matched, rest, prefix, out) {
                 return;
             }
