@@ -28,6 +28,18 @@ const ROOT: u32 = 0;
 /// Children a node needs before a wildcard scan sorts them into an array: below it the
 /// linked list is as fast and the array is not worth its memory.
 const SORTED_MIN: usize = 64;
+/// Matches of a wildcard, at least this many, whose next pattern nodes are literal
+/// (`bench.*.cpu.user`) have those literal children looked up a pattern node at a time
+/// over all of them ([`Tree::enter_many`]) instead of one match after another: the
+/// lookups are independent, so their cache misses overlap.
+const BATCH_MIN: usize = 64;
+/// Matches of a wildcard, at least this many, are split over two threads.
+const SPLIT_MIN: usize = 16_384;
+
+std::thread_local! {
+    /// Set on both threads of a split find: a find is split once, not again inside.
+    static SPLIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -134,8 +146,13 @@ pub(crate) struct Tree {
     /// first wildcard scan of the node and dropped when its children change.
     sorted: Mutex<HashMap<u32, Arc<[u32]>>>,
     /// The fast paths: wide nodes get sorted children, small nodes are visited in name
-    /// order (off: always the plain list scan, the tests' reference).
+    /// order, wide matches are looked up in batches and split over two threads (off:
+    /// always the plain list scan, one node after another, the tests' reference).
     sort_wide: bool,
+    /// [`BATCH_MIN`] and [`SPLIT_MIN`] (smaller in tests, to take those paths on small
+    /// trees).
+    batch_min: usize,
+    split_min: usize,
 }
 
 impl Default for Tree {
@@ -153,8 +170,19 @@ impl Default for Tree {
             dead: 0,
             sorted: Mutex::new(HashMap::new()),
             sort_wide: true,
+            batch_min: BATCH_MIN,
+            split_min: SPLIT_MIN,
         }
     }
+}
+
+impl Node {
+    const EMPTY: Node = Node {
+        sym: NONE,
+        first_child: NONE,
+        next_sibling: NONE,
+        leaf: NONE,
+    };
 }
 
 impl Tree {
@@ -434,20 +462,8 @@ impl Tree {
         let Some((pat, rest)) = pats.split_first() else {
             return;
         };
-        let base = prefix.len();
-        let enter =
-            |this: &Tree, c: u32, prefix: &mut String, out: &mut dyn FnMut(&str, Option<u32>)| {
-                if base > 0 {
-                    prefix.push('.');
-                }
-                prefix.push_str(this.name_of(c));
-                if rest.is_empty() {
-                    this.emit(c, prefix, out);
-                } else if this.is_branch(c) {
-                    this.find_from(c, rest, prefix, out);
-                }
-                prefix.truncate(base);
-            };
+        // a wildcard followed by a literal: its matches go to enter_many together
+        let batch = self.sort_wide && matches!(rest.first(), Some(Step::Syms(_)));
         match pat {
             Step::Globstar => {
                 // every directory below cur (cur included) gets the remaining patterns; a
@@ -462,25 +478,218 @@ impl Tree {
             Step::Syms(syms) => {
                 for &sym in syms {
                     if let Some(c) = self.child(cur, sym) {
-                        enter(self, c, prefix, out);
+                        self.enter(c, rest, prefix, out);
                     }
                 }
+            }
+            Step::Stars(g) if batch => {
+                let mut matched = Vec::new();
+                self.children_with_prefix(cur, g.prefix(), &mut |c| {
+                    if g.matches(self.name_of(c).as_bytes()) {
+                        matched.push(c);
+                    }
+                });
+                self.enter_many(&matched, rest, prefix, out);
+            }
+            Step::Glob(p, lit) if batch => {
+                let mut matched = Vec::new();
+                self.children_with_prefix(cur, lit, &mut |c| {
+                    if p.matches(self.name_of(c)) {
+                        matched.push(c);
+                    }
+                });
+                self.enter_many(&matched, rest, prefix, out);
             }
             Step::Stars(g) => {
                 self.children_with_prefix(cur, g.prefix(), &mut |c| {
                     if g.matches(self.name_of(c).as_bytes()) {
-                        enter(self, c, prefix, out);
+                        self.enter(c, rest, prefix, out);
                     }
                 });
             }
             Step::Glob(p, lit) => {
                 self.children_with_prefix(cur, lit, &mut |c| {
                     if p.matches(self.name_of(c)) {
-                        enter(self, c, prefix, out);
+                        self.enter(c, rest, prefix, out);
                     }
                 });
             }
         }
+    }
+
+    /// The matched child `c` of the node at `prefix`: emitted when the pattern ends
+    /// here, else searched with the remaining patterns `rest`.
+    fn enter(
+        &self,
+        c: u32,
+        rest: &[Step<'_>],
+        prefix: &mut String,
+        out: &mut dyn FnMut(&str, Option<u32>),
+    ) {
+        let base = prefix.len();
+        if base > 0 {
+            prefix.push('.');
+        }
+        prefix.push_str(self.name_of(c));
+        if rest.is_empty() {
+            self.emit(c, prefix, out);
+        } else if self.is_branch(c) {
+            self.find_from(c, rest, prefix, out);
+        }
+        prefix.truncate(base);
+    }
+
+    /// [`enter`](Self::enter) for each of `matched` (children of the node at `prefix`,
+    /// in order) when `rest` starts with literal names: what the calls would hand to
+    /// `out`, in the same order. Many matches (`bench.*.cpu.user` at 100,000 hosts)
+    /// look up the first literal for all of them, then the next literal for all
+    /// those found, and so on: each lookup is a cache miss in the child table, and
+    /// lookups that do not wait for each other overlap, where one match after another
+    /// waits for each miss in turn. Very many matches are also split over two threads.
+    fn enter_many(
+        &self,
+        matched: &[u32],
+        rest: &[Step<'_>],
+        prefix: &mut String,
+        out: &mut dyn FnMut(&str, Option<u32>),
+    ) {
+        if matched.len() < self.batch_min {
+            for &c in matched {
+                self.enter(c, rest, prefix, out);
+            }
+            return;
+        }
+        if matched.len() >= self.split_min
+            && !SPLIT.get()
+            && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+        {
+            if let Some(()) = self.split(matched, rest, prefix, out) {
+                return;
+            }
+        }
+        // levels[k][i] = (index in the previous level, symbol, node): the nodes found
+        // for the k-th literal, in the order the plain walk would meet them
+        let lits: Vec<&[u32]> = rest
+            .iter()
+            .map_while(|s| match s {
+                Step::Syms(syms) => Some(syms.as_slice()),
+                _ => None,
+            })
+            .collect();
+        let after = rest.get(lits.len()..).unwrap_or_default();
+        let mut levels: Vec<Vec<(u32, u32, u32)>> = Vec::with_capacity(lits.len());
+        let mut up: Vec<(u32, u32, u32)> = matched
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (i as u32, NONE, c))
+            .collect();
+        for syms in &lits {
+            let mut found = Vec::with_capacity(up.len() * syms.len());
+            for (i, &(_, _, parent)) in up.iter().enumerate() {
+                for &sym in *syms {
+                    // a node without children has no entry in the table: no need to
+                    // read the node to know it is a leaf
+                    if let Some(c) = self.child(parent, sym) {
+                        found.push((i as u32, sym, c));
+                    }
+                }
+            }
+            levels.push(std::mem::replace(&mut up, found));
+        }
+        // the matched children's names and the found nodes, each read in a loop of
+        // independent reads (their misses overlap too) before the paths are built
+        let tops: Vec<u32> = matched
+            .iter()
+            .map(|&c| self.node(c).map_or(NONE, |n| n.sym))
+            .collect();
+        let found: Vec<Node> = up
+            .iter()
+            .map(|&(_, _, c)| self.node(c).copied().unwrap_or(Node::EMPTY))
+            .collect();
+        let base = prefix.len();
+        // the literal names from the matched child down to a found node, deepest first
+        let mut names: Vec<u32> = Vec::with_capacity(lits.len() + 1);
+        for (&(i, sym, c), node) in up.iter().zip(&found) {
+            names.clear();
+            names.push(sym);
+            let mut i = i;
+            for level in levels.iter().skip(1).rev() {
+                let Some(&(j, s, _)) = level.get(i as usize) else {
+                    break;
+                };
+                names.push(s);
+                i = j;
+            }
+            // i is now the index in `matched`
+            names.push(tops.get(i as usize).copied().unwrap_or(NONE));
+            for (k, &s) in names.iter().rev().enumerate() {
+                if base > 0 || k > 0 {
+                    prefix.push('.');
+                }
+                prefix.push_str(std::str::from_utf8(self.syms.get_bytes(s)).unwrap_or_default());
+            }
+            if after.is_empty() {
+                if node.leaf != NONE {
+                    out(prefix, Some(node.leaf));
+                }
+                if node.first_child != NONE {
+                    out(prefix, None);
+                }
+            } else if node.first_child != NONE {
+                self.find_from(c, after, prefix, out);
+            }
+            prefix.truncate(base);
+        }
+    }
+
+    /// [`enter_many`](Self::enter_many) over two threads: the second half of
+    /// `matched` on a new thread into a buffer, the first half here, then the buffer.
+    /// `None` when no thread could be started (nothing was handed to `out` then).
+    fn split(
+        &self,
+        matched: &[u32],
+        rest: &[Step<'_>],
+        prefix: &mut String,
+        out: &mut dyn FnMut(&str, Option<u32>),
+    ) -> Option<()> {
+        struct Unsplit;
+        impl Drop for Unsplit {
+            fn drop(&mut self) {
+                SPLIT.set(false);
+            }
+        }
+        let (mine, theirs) = matched.split_at(matched.len() / 2);
+        let start = prefix.clone();
+        // the other half's answer: all paths in one buffer, (end, series) each
+        let (text, ends) = std::thread::scope(|s| {
+            let other = std::thread::Builder::new()
+                .name("find-split".into())
+                .spawn_scoped(s, move || {
+                    SPLIT.set(true);
+                    let mut prefix = start;
+                    let mut text = String::new();
+                    let mut ends: Vec<(usize, Option<u32>)> = Vec::new();
+                    self.enter_many(theirs, rest, &mut prefix, &mut |path, leaf| {
+                        text.push_str(path);
+                        ends.push((text.len(), leaf));
+                    });
+                    (text, ends)
+                })
+                .ok()?;
+            SPLIT.set(true);
+            let _unsplit = Unsplit;
+            self.enter_many(mine, rest, prefix, out);
+            match other.join() {
+                Ok(v) => Some(v),
+                Err(e) => std::panic::resume_unwind(e),
+            }
+        })?;
+        let mut from = 0;
+        for (end, leaf) in ends {
+            out(text.get(from..end).unwrap_or_default(), leaf);
+            from = end;
+        }
+        Some(())
     }
 
     /// For `a.**.rest`: matches `rest` from every branch strictly below `cur`.
@@ -1055,6 +1264,218 @@ mod tests {
         assert_eq!(literal_prefix("a?c"), b"a");
         assert_eq!(literal_prefix("*x"), b"");
         assert_eq!(literal_prefix("plain"), b"plain");
+    }
+
+    /// Wildcards followed by literal names, looked up in batches (and split over two
+    /// threads), find what the plain walk finds, in the same order (the leaves too),
+    /// and what filtering every path finds, also after removals and re-adds.
+    #[test]
+    fn batched_finds_find_what_a_filter_finds() {
+        let mut paths: Vec<String> = Vec::new();
+        for i in 0..300 {
+            let h = format!("h{i:03}");
+            if i % 7 != 3 {
+                paths.push(format!("{h}.cpu.user"));
+            }
+            if i % 2 == 0 {
+                paths.push(format!("{h}.cpu.sys"));
+            }
+            if i % 5 == 0 {
+                paths.push(format!("{h}.cpu.user.deeper"));
+                paths.push(format!("{h}.cpu.sys.deeper"));
+            }
+            if i % 11 == 0 {
+                paths.push(format!("{h}.cpu"));
+            }
+            paths.push(format!("{h}.mem.free"));
+            for d in ["sda", "sdb"] {
+                if (i + d.len()) % 3 != 0 {
+                    paths.push(format!("{h}.disk.{d}.read"));
+                }
+            }
+            if i % 4 == 0 {
+                paths.push(format!("dc1.{h}.cpu.user"));
+            }
+        }
+        paths.push("h0-x.cpu.user".to_string());
+        paths.push("h+y.cpu.user".to_string());
+        let build = |batch_min: usize, split_min: usize, sort_wide: bool, paths: &[String]| {
+            let mut t = Tree {
+                sort_wide,
+                batch_min,
+                split_min,
+                ..Tree::default()
+            };
+            for (i, p) in paths.iter().enumerate() {
+                t.insert(p, i as u32);
+            }
+            t
+        };
+        // the plain walk, the walk in name order one match at a time (the leaves'
+        // order), then batches and splits at several sizes
+        let mut trees = [
+            build(BATCH_MIN, SPLIT_MIN, false, &paths),
+            build(usize::MAX, usize::MAX, true, &paths),
+            build(BATCH_MIN, SPLIT_MIN, true, &paths),
+            build(2, usize::MAX, true, &paths),
+            build(2, 4, true, &paths),
+            build(40, 150, true, &paths),
+        ];
+        let patterns = [
+            "*.cpu.user",
+            "h*.cpu.{user,sys}",
+            "h1*.{cpu,mem}.*",
+            "*.disk.{sda,sdb}.read",
+            "*.disk.{sdb,sda}.read",
+            "*.cpu",
+            "h0[0-4]?.cpu.user",
+            "h[0-9]*.cpu.user",
+            "*.{cpu,nothing}.user",
+            "*.{cpu,cpu}.user",
+            "*.cpu.user.deeper",
+            "*.cpu.*.deeper",
+            "*.cpu.*",
+            "*.*.free",
+            "*.*.cpu.user",
+            "dc*.*.cpu.{user,sys}",
+            "*.nothing.user",
+            "h?0?.cpu.sys",
+        ];
+        let globstars = ["**.user", "h00*.**", "*.disk.**.read", "**.cpu.user"];
+        let check = |trees: &[Tree], live: &[String], round: &str| {
+            let [plain, one, fast @ ..] = trees else {
+                unreachable!()
+            };
+            for pat in patterns.iter().chain(&globstars) {
+                let p = PathPattern::parse(pat);
+                let want = plain.find_ids(&p);
+                assert_eq!(one.find_ids(&p), want, "{round}: {pat}");
+                let leaves = one.find_leaves(&p);
+                if !pat.contains("**") {
+                    assert_eq!(find(plain, pat), filtered(live, pat), "{round}: {pat}");
+                }
+                for (k, t) in fast.iter().enumerate() {
+                    assert_eq!(t.find_ids(&p), want, "{round}: {pat} (tree {k})");
+                    assert_eq!(t.find_leaves(&p), leaves, "{round}: {pat} (tree {k})");
+                }
+            }
+        };
+        check(&trees, &paths, "built");
+        let gone: Vec<(String, u32)> = paths
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| i % 4 == 1 || p.starts_with("h02"))
+            .map(|(i, p)| (p.clone(), i as u32))
+            .collect();
+        for t in trees.iter_mut() {
+            assert_eq!(
+                t.remove_many(gone.iter().map(|(p, i)| (p.as_str(), *i))),
+                gone.len()
+            );
+        }
+        let live: Vec<String> = paths
+            .iter()
+            .filter(|p| !gone.iter().any(|(g, _)| g == *p))
+            .cloned()
+            .collect();
+        check(&trees, &live, "removed");
+        let mut back = live.clone();
+        let again: Vec<String> = gone
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| k % 2 == 0)
+            .map(|(_, (p, _))| p.clone())
+            .chain(["h021.cpu.user.deeper", "h999.cpu.user", "h001.cpu.user.x.y"].map(String::from))
+            .collect();
+        for (k, p) in again.iter().enumerate() {
+            for t in trees.iter_mut() {
+                t.insert(p, 10_000 + k as u32);
+            }
+            back.push(p.clone());
+        }
+        check(&trees, &back, "re-added");
+    }
+
+    /// Not a check, a timing: `bench.*.cpu.user` over a tree of `sumi bench`'s names
+    /// (`SUMI_FIND_SERIES`, default 1,000,000, 100 a host), one match after another,
+    /// batched, and batched over two threads, alternating; medians of 20. Run with
+    /// `cargo test --release -p sumi-store --lib find_timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a timing, not a check"]
+    fn find_timing() {
+        let series: usize = std::env::var("SUMI_FIND_SERIES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_000_000);
+        // 100 a host, as `sumi bench` names them (its first is `cpu.user`)
+        let mut metrics: Vec<String> = Vec::new();
+        let cpu = [
+            "user",
+            "nice",
+            "system",
+            "idle",
+            "iowait",
+            "irq",
+            "softirq",
+            "steal",
+            "guest",
+            "guest_nice",
+        ];
+        metrics.extend(cpu.map(|c| format!("cpu.{c}")));
+        metrics.extend((1..=3).map(|l| format!("loadavg.loadavg{l}")));
+        metrics.extend((0..12).map(|x| format!("memory.m{x}")));
+        for d in ["sda", "sdb"] {
+            metrics.extend((0..8).map(|x| format!("disk.{d}.x{x}")));
+        }
+        for f in ["root", "var", "data"] {
+            metrics.extend((0..4).map(|x| format!("filesystem.{f}.x{x}")));
+        }
+        for i in ["eth0", "eth1"] {
+            metrics.extend((0..8).map(|x| format!("interface.{i}.x{x}")));
+        }
+        metrics.extend((0..11).map(|x| format!("processes.p{x}")));
+        for a in 0..4 {
+            metrics.extend((0..5).map(|x| format!("app{a}.x{x}")));
+        }
+        assert_eq!(metrics.len(), 100);
+        let mut t = Tree::default();
+        let mut cache = PathCache::default();
+        for id in 0..series {
+            let path = format!("bench.host{:05}.{}", id / 100, metrics[id % 100]);
+            t.insert_cached(&path, id as u32, &mut cache);
+        }
+        let p = PathPattern::parse("bench.*.cpu.user");
+        let want = t.find_ids(&p);
+        eprintln!(
+            "{series} series, {} nodes, {} answers, tree {} B a series",
+            t.node_count(),
+            want.len(),
+            t.heap_bytes() / series.max(1)
+        );
+        let ways = [
+            ("one at a time", usize::MAX, usize::MAX),
+            ("batched", BATCH_MIN, usize::MAX),
+            ("batched, split", BATCH_MIN, SPLIT_MIN),
+        ];
+        let mut times = vec![Vec::new(); ways.len()];
+        for _ in 0..20 {
+            for (k, &(_, batch_min, split_min)) in ways.iter().enumerate() {
+                t.batch_min = batch_min;
+                t.split_min = split_min;
+                let start = std::time::Instant::now();
+                let got = t.find_ids(&p);
+                times[k].push(start.elapsed().as_secs_f64() * 1e3);
+                assert_eq!(got, want);
+            }
+        }
+        for ((name, _, _), mut ms) in ways.into_iter().zip(times) {
+            ms.sort_by(f64::total_cmp);
+            eprintln!(
+                "{name}: median {:.2} ms (min {:.2})",
+                ms[ms.len() / 2],
+                ms[0]
+            );
+        }
     }
 
     #[test]
