@@ -105,6 +105,105 @@ impl LineError {
 /// Parses one line (without its `\n`; surrounding whitespace, `\r` included, is
 /// ignored). `now` (Unix seconds) replaces a timestamp of `-1`.
 pub fn parse_line(line: &[u8], now: i64) -> Result<ParsedLine<'_>, LineError> {
+    match parse_plain(line, now) {
+        Some(p) => Ok(p),
+        None => parse_general(line, now),
+    }
+}
+
+/// The common line in one pass over its bytes: ASCII only, three fields split by
+/// ASCII whitespace, a name of printable bytes with no `;` (untagged) that
+/// normalization leaves as it is (no empty node), a timestamp of up to 15 digits and a
+/// value that is a number. `None` for anything else, which [`parse_general`] then
+/// parses (and refuses, when it must); for every line it accepts this gives
+/// [`parse_general`]'s answer (test `plain_lines_parse_as_the_general_parser_does`).
+#[inline]
+fn parse_plain(line: &[u8], now: i64) -> Option<ParsedLine<'_>> {
+    let skip = |mut i: usize| {
+        while line
+            .get(i)
+            .is_some_and(|&b| FAST[usize::from(b)] == F_SPACE)
+        {
+            i += 1;
+        }
+        i
+    };
+    let mut i = skip(0);
+    let name_start = i;
+    // a leading dot, two dots in a row or a trailing dot is an empty node
+    let mut after_dot = true;
+    while let Some(&b) = line.get(i) {
+        match FAST[usize::from(b)] {
+            F_NAME => after_dot = false,
+            F_DOT if !after_dot => after_dot = true,
+            F_SPACE => break,
+            _ => return None,
+        }
+        i += 1;
+    }
+    if after_dot || i - name_start > sumi_model::name::MAX_NAME_BYTES {
+        return None;
+    }
+    let name_end = i;
+    let field = |i: &mut usize| -> Option<(usize, usize)> {
+        let start = skip(*i);
+        let mut j = start;
+        while let Some(&b) = line.get(j) {
+            match FAST[usize::from(b)] {
+                F_NAME | F_DOT | F_SEMI => j += 1,
+                F_SPACE => break,
+                _ => return None,
+            }
+        }
+        *i = j;
+        (j > start).then_some((start, j))
+    };
+    let (vs, ve) = field(&mut i)?;
+    let (ts_start, ts_end) = field(&mut i)?;
+    if skip(i) != line.len() {
+        return None;
+    }
+    let ts = pyfloat::small_int(line.get(ts_start..ts_end)?)?.to_i64();
+    let value = pyfloat::parse(std::str::from_utf8(line.get(vs..ve)?).ok()?)?;
+    if value.is_nan() {
+        return None;
+    }
+    let name = std::str::from_utf8(line.get(name_start..name_end)?).ok()?;
+    Some(ParsedLine {
+        name: Cow::Borrowed(name),
+        ts: if ts == -1 { now } else { ts },
+        value,
+        name_changed: false,
+    })
+}
+
+const F_OTHER: u8 = 0;
+const F_NAME: u8 = 1;
+const F_DOT: u8 = 2;
+const F_SPACE: u8 = 3;
+const F_SEMI: u8 = 4;
+
+/// Per byte, for [`parse_plain`]: ASCII whitespace to Python, a dot, a semicolon, a
+/// printable ASCII byte, or anything else (control bytes, DEL, non-ASCII).
+const FAST: [u8; 256] = {
+    let mut t = [F_OTHER; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = match c {
+            0x09..=0x0D | 0x1C..=0x20 => F_SPACE,
+            0x2E => F_DOT,
+            0x3B => F_SEMI,
+            0x21..=0x7E => F_NAME,
+            _ => F_OTHER,
+        };
+        c += 1;
+    }
+    t
+};
+
+/// [`parse_line`] of any line: Python's split and number grammar, names normalized and
+/// tagged names made canonical.
+fn parse_general(line: &[u8], now: i64) -> Result<ParsedLine<'_>, LineError> {
     let text = std::str::from_utf8(line).map_err(|e| LineError::InvalidUtf8(e.valid_up_to()))?;
     let [name, value, ts] = split3(text)?;
 

@@ -5,7 +5,6 @@
 //! fails is never visible to readers (the `Sink` contract).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Instant;
 
 use sumi_model::{AppendOutcome, Batch, Sink, SinkError};
@@ -91,6 +90,11 @@ impl Store {
     }
 }
 
+/// Names looked up together in each pass of [`Inner::resolve`]: enough that the
+/// loads of a pass have arrived before the next pass reads them, few enough that they
+/// stay in the core's cache.
+const CHUNK: usize = 256;
+
 /// Where a point goes, or why not.
 enum Placed {
     At { level: u8, slot: i64 },
@@ -159,53 +163,76 @@ impl Inner {
         ids.clear();
         // the batch index and name hash of each name not found
         let mut missing: Vec<(usize, u64)> = Vec::new();
+        let names: Vec<&str> = batch.iter().map(|(n, _)| n).collect();
         {
             let idx = self.index.read();
-            // Two passes, so that the lookups of many names overlap in memory instead
-            // of waiting on each other (at millions of series each is a few cache
-            // misses): first every name's candidate from the hash bits the table
-            // keeps, then a check of each candidate's name. A name the same as the
-            // previous one (the same bytes of the batch) takes its answer.
-            let mut hashes: Vec<Option<u64>> = Vec::with_capacity(batch.len());
+            // In passes over chunks of the batch, so that the lookups of many names
+            // overlap in memory instead of waiting on each other (at millions of
+            // series each is a few cache misses): every name's hash, loading its table
+            // slot; every name's candidate from the hash bits the table keeps, loading
+            // where its name is; loading the candidate's name and settings; then a
+            // check of each candidate's name. A name the same as the previous one (the
+            // same bytes of the batch) takes its answer.
+            let mut hashes: Vec<Option<u64>> = Vec::with_capacity(CHUNK);
             let mut prev: Option<&str> = None;
-            for (name, _) in batch.iter() {
-                if let Some(pn) = prev {
-                    if std::ptr::eq(pn.as_ptr(), name.as_ptr()) && pn.len() == name.len() {
+            let mut last: (Option<u32>, u64) = (None, 0);
+            for (c, chunk) in names.chunks(CHUNK).enumerate() {
+                let base = c * CHUNK;
+                hashes.clear();
+                for &name in chunk {
+                    let repeat = prev.is_some_and(|pn| {
+                        std::ptr::eq(pn.as_ptr(), name.as_ptr()) && pn.len() == name.len()
+                    });
+                    if repeat {
                         hashes.push(None);
-                        ids.push(u32::MAX);
                         continue;
                     }
+                    let hash = idx.name_hash(name.as_bytes());
+                    idx.prefetch_slot(hash);
+                    hashes.push(Some(hash));
+                    prev = Some(name);
                 }
-                let hash = idx.name_hash(name.as_bytes());
-                hashes.push(Some(hash));
-                ids.push(idx.lookup_candidate(hash).unwrap_or(u32::MAX));
-                prev = Some(name);
-            }
-            let mut last: (Option<u32>, u64) = (None, 0);
-            for (i, ((name, _), hash)) in batch.iter().zip(&hashes).enumerate() {
-                let Some(slot) = ids.get_mut(i) else { continue };
-                let found = match *hash {
-                    None => last,
-                    Some(hash) => {
-                        let c = *slot;
-                        let id = if c == u32::MAX {
-                            None
-                        } else if idx.is_named(c, name.as_bytes()) {
-                            Some(c)
-                        } else {
-                            idx.lookup_hashed(hash, name.as_bytes())
-                        };
-                        (id, hash)
+                for hash in &hashes {
+                    let c = match *hash {
+                        None => u32::MAX,
+                        Some(hash) => idx.lookup_candidate(hash).unwrap_or(u32::MAX),
+                    };
+                    if c != u32::MAX {
+                        idx.prefetch_name_place(c);
                     }
-                };
-                match found.0 {
-                    Some(id) => *slot = id,
-                    None => {
-                        *slot = u32::MAX;
-                        missing.push((i, found.1));
+                    ids.push(c);
+                }
+                for &c in ids.get(base..).unwrap_or_default() {
+                    if c != u32::MAX {
+                        idx.prefetch_name_and_meta(c);
                     }
                 }
-                last = found;
+                for (k, (&name, hash)) in chunk.iter().zip(&hashes).enumerate() {
+                    let i = base + k;
+                    let Some(slot) = ids.get_mut(i) else { continue };
+                    let found = match *hash {
+                        None => last,
+                        Some(hash) => {
+                            let c = *slot;
+                            let id = if c == u32::MAX {
+                                None
+                            } else if idx.is_named(c, name.as_bytes()) {
+                                Some(c)
+                            } else {
+                                idx.lookup_hashed(hash, name.as_bytes())
+                            };
+                            (id, hash)
+                        }
+                    };
+                    match found.0 {
+                        Some(id) => *slot = id,
+                        None => {
+                            *slot = u32::MAX;
+                            missing.push((i, found.1));
+                        }
+                    }
+                    last = found;
+                }
             }
         }
         if missing.is_empty() {
@@ -215,7 +242,6 @@ impl Inner {
         let mut created = 0u64;
         let mut refused = 0u64;
         let mut throttled = None;
-        let names: Vec<&str> = batch.iter().map(|(n, _)| n).collect();
         let max = self.opts.max_series;
         let t = Instant::now();
         for (i, hash) in missing {
@@ -294,7 +320,7 @@ impl Inner {
         let mut classes: Vec<u16> = Vec::with_capacity(batch.len());
         {
             let idx = self.index.read();
-            let mut cached: Option<(u16, Arc<ClassInfo>)> = None;
+            let mut cached: Option<(u16, &ClassInfo)> = None;
             for ((_, p), &id) in batch.iter().zip(ids.iter()) {
                 let Some(meta) = idx.meta(id) else {
                     if id == u32::MAX {
@@ -302,17 +328,17 @@ impl Inner {
                     }
                     continue;
                 };
-                let class = match &cached {
-                    Some((c, info)) if *c == meta.class => info.clone(),
+                let class = match cached {
+                    Some((c, info)) if c == meta.class => info,
                     _ => {
                         let Some(info) = idx.class(meta.class) else {
                             continue;
                         };
-                        cached = Some((meta.class, info.clone()));
-                        info.clone()
+                        cached = Some((meta.class, info));
+                        info
                     }
                 };
-                match place(&class, p.ts, now, self.opts.max_future_secs) {
+                match place(class, p.ts, now, self.opts.max_future_secs) {
                     Placed::At { level, slot } => {
                         points.push(WalPoint {
                             series: id,
@@ -407,6 +433,7 @@ fn create_series(
 mod tests {
     use super::*;
     use crate::series::class::partition_widths;
+    use std::sync::Arc;
     use sumi_model::Retention;
 
     fn class(spec: &str) -> ClassInfo {

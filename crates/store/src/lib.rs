@@ -76,6 +76,7 @@ mod metrics;
 mod options;
 mod part;
 mod partset;
+mod prefetch;
 mod quarantine;
 mod read;
 mod retention;

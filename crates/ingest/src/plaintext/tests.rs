@@ -279,3 +279,86 @@ proptest::proptest! {
         let _ = parse_line(&line, NOW);
     }
 }
+
+/// Every line the one-pass parser takes gets the general parser's answer, and the
+/// usual lines do take it. Lines are drawn from pieces that matter to either parser:
+/// ASCII and non-ASCII spaces, dots, tags, control bytes, numbers of every shape.
+#[test]
+fn plain_lines_parse_as_the_general_parser_does() {
+    const PIECES: [&str; 30] = [
+        "a",
+        "host7",
+        ".",
+        "..",
+        ";",
+        "x=y",
+        " ",
+        "  ",
+        "\t",
+        "\r",
+        "\u{a0}",
+        "\u{2003}",
+        "\u{1}",
+        "\u{7f}",
+        "é",
+        "-1",
+        "12",
+        "1.5",
+        "1e3",
+        "nan",
+        "inf",
+        "_",
+        "+",
+        "1_000",
+        "-",
+        "1700000000",
+        "0.25",
+        "-1.0",
+        "1234567890123456",
+        "٣",
+    ];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let mut taken = 0;
+    for _ in 0..200_000 {
+        let mut line = String::new();
+        // mostly three fields, so that many lines get past the split
+        for f in 0..3 + usize::from(next(8) == 0) {
+            if f > 0 || next(4) == 0 {
+                line.push_str(PIECES[6 + next(5)].trim_end_matches('\u{1}'));
+            }
+            for _ in 0..1 + next(3) {
+                // usually a piece that suits the field (name pieces, then numbers)
+                let piece = match (next(4), f) {
+                    (0, _) => next(PIECES.len()),
+                    (_, 0) => [0, 1, 2, 4, 5, 14][next(6)],
+                    _ => 15 + next(14),
+                };
+                line.push_str(PIECES[piece]);
+            }
+        }
+        if next(4) == 0 {
+            line.push_str(PIECES[6 + next(4)]);
+        }
+        if let Some(p) = parse_plain(line.as_bytes(), NOW) {
+            taken += 1;
+            let g = parse_general(line.as_bytes(), NOW);
+            assert_eq!(g.as_ref(), Ok(&p), "{line:?}");
+            assert!(matches!(p.name, Cow::Borrowed(_)));
+        }
+    }
+    assert!(taken > 500, "only {taken} lines took the one-pass parser");
+    for line in [
+        "host00042.disk.sda.write_bytes 123456789 1700000000",
+        "  a.b.c 1.25 -1\r",
+        "a 2.5e3 1700000000",
+    ] {
+        let p = parse_plain(line.as_bytes(), NOW).unwrap_or_else(|| panic!("{line:?}"));
+        assert_eq!(Ok(p), parse_general(line.as_bytes(), NOW));
+    }
+}

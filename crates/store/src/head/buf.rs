@@ -109,6 +109,13 @@ impl HeadBuf {
         }
     }
 
+    /// Starts loading `series`' link to its newest row, which [`push`](Self::push)
+    /// reads and writes (see [`crate::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, series: u32) {
+        crate::prefetch::prefetch_at(&self.last, (series / self.shards) as usize);
+    }
+
     /// Appends the `(key, value)` rows of `series`, newest first.
     pub(crate) fn rows_of(&self, series: u32, out: &mut Vec<(u64, f64)>) {
         let local = (series / self.shards) as usize;

@@ -24,6 +24,9 @@ use crate::version::RollState;
 use crate::wal::record::WalPoint;
 use crate::wal::Turn;
 
+/// Points whose rows [`Head::push`] loads ahead before pushing them.
+const PUSH_CHUNK: usize = 128;
+
 /// State changed only under the append lock.
 pub(crate) struct AppendState {
     /// The master copy of the roll state (horizons, dirty partitions); readers get
@@ -77,19 +80,24 @@ impl Head {
     /// `points[i]`.
     #[inline]
     pub(crate) fn push(&self, _turn: &Turn<'_>, points: &[WalPoint], classes: &[u16]) {
-        let n = self.shards.len();
-        if n == 1 {
-            let mut h = self.shards[0].write();
-            for (p, &c) in points.iter().zip(classes) {
-                h.push(p.series, c, p.level, p.slot, p.value);
-            }
-        } else {
-            for (s, shard) in self.shards.iter().enumerate() {
-                let mut h = None;
-                for (p, &c) in points.iter().zip(classes) {
-                    if p.series as usize % n == s {
-                        h.get_or_insert_with(|| shard.write())
-                            .push(p.series, c, p.level, p.slot, p.value);
+        let n = self.shards.len().max(1);
+        for (s, shard) in self.shards.iter().enumerate() {
+            let mut h = None;
+            // in chunks: first every series' link to its newest row is loaded (at
+            // millions of series each is a cache miss, and they overlap), then the
+            // rows are pushed
+            for (chunk, cls) in points.chunks(PUSH_CHUNK).zip(classes.chunks(PUSH_CHUNK)) {
+                let mine = |p: &WalPoint| n == 1 || p.series as usize % n == s;
+                if !chunk.iter().any(mine) {
+                    continue;
+                }
+                let h = h.get_or_insert_with(|| shard.write());
+                for p in chunk.iter().filter(|p| mine(p)) {
+                    h.prefetch(p.series);
+                }
+                for (p, &c) in chunk.iter().zip(cls) {
+                    if mine(p) {
+                        h.push(p.series, c, p.level, p.slot, p.value);
                     }
                 }
             }

@@ -12,6 +12,7 @@ pub(crate) mod admin;
 pub(crate) mod class;
 pub(crate) mod log;
 pub(crate) mod names;
+mod table;
 pub(crate) mod tags;
 pub(crate) mod tree;
 
@@ -334,6 +335,26 @@ impl SeriesIndex {
     /// (see [`Names::candidate`]); `None`: the name is absent.
     pub(crate) fn lookup_candidate(&self, hash: u64) -> Option<u32> {
         self.names.candidate(hash)
+    }
+
+    /// Starts loading the name table's slot for `hash` (see [`crate::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch_slot(&self, hash: u64) {
+        self.names.prefetch_slot(hash);
+    }
+
+    /// Starts loading where series `id`'s name is found.
+    #[inline]
+    pub(crate) fn prefetch_name_place(&self, id: u32) {
+        self.names.prefetch_ends(id);
+    }
+
+    /// Starts loading series `id`'s name bytes and settings (after
+    /// [`prefetch_name_place`](Self::prefetch_name_place)).
+    #[inline]
+    pub(crate) fn prefetch_name_and_meta(&self, id: u32) {
+        self.names.prefetch_bytes(id);
+        crate::prefetch::prefetch_at(&self.meta, id as usize);
     }
 
     /// Whether series `id` is named `name`.

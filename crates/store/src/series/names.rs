@@ -16,7 +16,9 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
-use hashbrown::HashTable;
+
+use super::table::IdTable;
+use crate::prefetch::prefetch_at;
 
 /// A fixed seed keeps hashing deterministic across runs (nothing hashed here comes
 /// from an adversary that could exploit a known seed more than a random one: names
@@ -28,7 +30,7 @@ pub(crate) struct Names {
     /// `ends[i]` is the end of name `i` in `arena`; it starts at `ends[i - 1]` (or 0).
     ends: Vec<u64>,
     /// `(hash bits << 32) | id`, see [`table_hash`].
-    table: HashTable<u64>,
+    table: IdTable,
     state: FixedState,
     /// Renamed ids and their current bytes. Renames are rare administrative acts, so a
     /// side table costs nothing on the common path.
@@ -40,7 +42,7 @@ impl Default for Names {
         Names {
             arena: Vec::new(),
             ends: Vec::new(),
-            table: HashTable::new(),
+            table: IdTable::default(),
             state: FixedState::with_seed(SEED),
             moved: HashMap::new(),
         }
@@ -83,8 +85,8 @@ const UNSPREAD: u64 = {
 };
 
 /// The hash the table places an entry by, from the 32 hash bits the entry keeps: a
-/// multiplication by an odd constant, so that the table's bucket (low bits) follows
-/// the low bits and its control tag (top 7 bits) depends on all of them.
+/// multiplication by an odd constant, so that the table's slot (the top bits) depends
+/// on all of them.
 #[inline]
 fn table_hash(bits: u32) -> u64 {
     u64::from(bits).wrapping_mul(SPREAD)
@@ -136,10 +138,10 @@ impl Names {
         let (arena, ends, moved) = (&self.arena, &self.ends, &self.moved);
         let want = entry(hash, 0);
         self.table
-            .find(hash, |&e| {
+            .find(hash, |e| {
                 e >> 32 == want >> 32 && slice(arena, ends, moved, entry_id(e)) == name
             })
-            .map(|&e| entry_id(e))
+            .map(entry_id)
     }
 
     /// The id whose entry keeps `hash`'s bits, found without reading any name; `None`
@@ -148,9 +150,34 @@ impl Names {
     /// [`find_hashed`](Self::find_hashed) when it is not the one.
     pub(crate) fn candidate(&self, hash: u64) -> Option<u32> {
         let want = u64::from(bits_of(hash));
-        self.table
-            .find(hash, |&e| e >> 32 == want)
-            .map(|&e| entry_id(e))
+        self.table.find(hash, |e| e >> 32 == want).map(entry_id)
+    }
+
+    /// Starts loading the table slot where [`candidate`](Self::candidate) of `hash`
+    /// looks first.
+    #[inline]
+    pub(crate) fn prefetch_slot(&self, hash: u64) {
+        self.table.prefetch(hash);
+    }
+
+    /// Starts loading where `id`'s bytes are found (its end and its start in `ends`).
+    #[inline]
+    pub(crate) fn prefetch_ends(&self, id: u32) {
+        prefetch_at(&self.ends, (id as usize).wrapping_sub(1));
+        prefetch_at(&self.ends, id as usize);
+    }
+
+    /// Starts loading `id`'s first bytes (reads its place in `ends`: call it after
+    /// [`prefetch_ends`](Self::prefetch_ends) had time to work).
+    #[inline]
+    pub(crate) fn prefetch_bytes(&self, id: u32) {
+        let i = id as usize;
+        let start = if i == 0 {
+            0
+        } else {
+            self.ends.get(i - 1).copied().unwrap_or(0) as usize
+        };
+        prefetch_at(&self.arena, start);
     }
 
     /// Whether `id` is named `name`.
@@ -168,8 +195,7 @@ impl Names {
         let id = self.ends.len() as u32;
         self.arena.extend_from_slice(name);
         self.ends.push(self.arena.len() as u64);
-        self.table
-            .insert_unique(hash, entry(hash, id), |&e| entry_hash(e));
+        self.table.insert(hash, entry(hash, id), entry_hash);
         id
     }
 
@@ -179,26 +205,17 @@ impl Names {
         let id = self.ends.len() as u32;
         let hash = self.hash(name);
         let want = entry(hash, id);
-        let Names {
-            arena,
-            ends,
-            table,
-            moved,
-            ..
-        } = self;
-        match table.entry(
-            hash,
-            |&e| e >> 32 == want >> 32 && slice(arena, ends, moved, entry_id(e)) == name,
-            |&e| entry_hash(e),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(_) => None,
-            hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(want);
-                arena.extend_from_slice(name);
-                ends.push(arena.len() as u64);
-                Some(id)
-            }
+        let (arena, ends, moved) = (&self.arena, &self.ends, &self.moved);
+        let present = self.table.find(hash, |e| {
+            e >> 32 == want >> 32 && slice(arena, ends, moved, entry_id(e)) == name
+        });
+        if present.is_some() {
+            return None;
         }
+        self.table.insert(hash, want, entry_hash);
+        self.arena.extend_from_slice(name);
+        self.ends.push(self.arena.len() as u64);
+        Some(id)
     }
 
     /// Room for `names` more names of `bytes` bytes in all, so that a bulk load does
@@ -206,7 +223,7 @@ impl Names {
     pub(crate) fn reserve(&mut self, names: usize, bytes: usize) {
         self.arena.reserve(bytes);
         self.ends.reserve(names);
-        self.table.reserve(names, |&e| entry_hash(e));
+        self.table.reserve(names, entry_hash);
     }
 
     /// Takes `id` out of the hash table: [`find`](Self::find) no longer returns it
@@ -214,13 +231,7 @@ impl Names {
     /// whether it was there.
     pub(crate) fn remove(&mut self, id: u32) -> bool {
         let hash = self.hash(self.get_bytes(id));
-        match self.table.find_entry(hash, |&e| entry_id(e) == id) {
-            Ok(e) => {
-                e.remove();
-                true
-            }
-            Err(_) => false,
-        }
+        self.table.remove(hash, |e| entry_id(e) == id, entry_hash)
     }
 
     /// Gives `id` the name `name` (known to be absent): the old name no longer finds
@@ -229,8 +240,7 @@ impl Names {
         self.remove(id);
         self.moved.insert(id, name.into());
         let hash = self.hash(name);
-        self.table
-            .insert_unique(hash, entry(hash, id), |&e| entry_hash(e));
+        self.table.insert(hash, entry(hash, id), entry_hash);
     }
 
     /// The id of `name`, interning it first when absent.
@@ -245,7 +255,7 @@ impl Names {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.arena.capacity()
             + self.ends.capacity() * 8
-            + self.table.capacity() * 9
+            + self.table.capacity() * 8
             + self.moved.values().map(|b| b.len() + 32).sum::<usize>()
     }
 }
