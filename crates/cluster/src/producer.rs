@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::ClientContext;
 use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError};
 
@@ -19,6 +19,44 @@ use crate::spill::{Spill, SpillEntry};
 
 /// One record stays well under Kafka's default 1 MiB message limit.
 const MAX_RECORD_BYTES: usize = 256 * 1024;
+
+/// How long one call of the polling thread waits for delivery reports. rdkafka's
+/// `poll` spins without blocking for the last millisecond of each call (it truncates
+/// what is left to whole milliseconds, 0 meaning "do not wait"): with its
+/// `ThreadedProducer`'s 100 ms that was about 1 % of a core in every cluster node, idle
+/// or not. A report still wakes the thread at once; only a stop waits up to this long.
+const POLL_WINDOW: Duration = Duration::from_secs(1);
+
+/// A producer and the thread that polls it for delivery reports (what rdkafka's
+/// `ThreadedProducer` does, with a longer poll, see [`POLL_WINDOW`]).
+struct Polled {
+    producer: Arc<BaseProducer<Ctx>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Polled {
+    fn start(producer: BaseProducer<Ctx>) -> std::io::Result<Polled> {
+        let producer = Arc::new(producer);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, st) = (producer.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("sumi-produce-poll".into())
+            .spawn(move || {
+                while !st.load(Ordering::Relaxed) {
+                    p.poll(POLL_WINDOW);
+                }
+            })?;
+        Ok(Polled { producer, stop })
+    }
+}
+
+impl Drop for Polled {
+    /// The thread ends within [`POLL_WINDOW`] and drops its handle of the producer
+    /// then; nothing waits for it.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
 
 /// The producer's counters, in `/metrics` as `sumi_cluster_produce_*`.
 #[derive(Debug, Default)]
@@ -192,7 +230,7 @@ pub struct KafkaSink {
 
 /// What the sink and the spill's delivery thread share.
 struct Core {
-    producer: ThreadedProducer<Ctx>,
+    producer: Polled,
     topic: String,
     partitions: u32,
     /// `[cluster] record_version`.
@@ -228,8 +266,11 @@ impl KafkaSink {
         for (k, v) in &config.librdkafka_producer {
             client.set(k, v);
         }
-        let producer: ThreadedProducer<Ctx> = client.create_with_context(Ctx {
+        let producer: BaseProducer<Ctx> = client.create_with_context(Ctx {
             stats: stats.clone(),
+        })?;
+        let producer = Polled::start(producer).map_err(|e| {
+            KafkaError::ClientCreation(format!("starting the producer's polling thread: {e}"))
         })?;
         let core = Arc::new(Core {
             producer,
@@ -276,64 +317,20 @@ impl KafkaSink {
     /// left in it is delivered after the next start).
     pub fn flush(&self, timeout: Duration) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Err(e) = self.core.producer.flush(timeout) {
+        if let Err(e) = self.core.producer.producer.flush(timeout) {
             tracing::warn!(error = %e, "kafka producer flush at shutdown");
         }
     }
 
-    /// The batch as log records, one per partition (split at 256 KiB), taken now.
-    /// Version 2 records hold their points sorted by name (stably: a series' points
-    /// keep their order), so that neighbours share long prefixes.
-    /// `flags` ([`FLAG_GRAPH`]) makes every record version 3 (unless the configured
-    /// version is 1, which cannot carry them).
+    /// The batch as log records (see [`encode_records`]), taken now. `flags`
+    /// ([`FLAG_GRAPH`]) makes every record version 3 (unless the configured version is
+    /// 1, which cannot carry them).
     fn encode(&self, batch: &Batch, flags: u8) -> Vec<(u32, Vec<u8>)> {
         let arrival = self.clock.now();
         let version = self.core.record_version;
         let flags = if version == 1 { 0 } else { flags };
-        let mut writers: Vec<Option<RecordWriter>> = Vec::new();
-        writers.resize_with(self.core.partitions as usize, || None);
-        let mut out = Vec::new();
-        let mut push = |part: u32, name: &str, ts: i64, value: f64| {
-            let w = writers[part as usize]
-                .get_or_insert_with(|| RecordWriter::with_flags(version, flags, arrival));
-            w.push(name, ts, value);
-            if w.byte_len() >= MAX_RECORD_BYTES {
-                out.push((part, w.finish().to_vec()));
-                w.reset(arrival);
-            }
-        };
-        if version == 1 {
-            for (name, p) in batch.iter() {
-                push(
-                    partition_for(name, self.core.partitions),
-                    name,
-                    p.ts,
-                    p.value,
-                );
-            }
-        } else {
-            let mut points: Vec<(u32, &str, i64, f64)> = batch
-                .iter()
-                .map(|(name, p)| {
-                    (
-                        partition_for(name, self.core.partitions),
-                        name,
-                        p.ts,
-                        p.value,
-                    )
-                })
-                .collect();
-            points.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            for (part, name, ts, value) in points {
-                push(part, name, ts, value);
-            }
-        }
-        for (part, w) in writers.iter_mut().enumerate() {
-            if let Some(w) = w.as_mut().filter(|w| !w.is_empty()) {
-                out.push((part as u32, w.finish().to_vec()));
-            }
-        }
-        out
+        let points = batch.iter().map(|(name, p)| (name, p.ts, p.value));
+        encode_records(points, self.core.partitions, version, flags, arrival)
     }
 
     /// Puts an append's records in the spill; the client's answer.
@@ -370,6 +367,39 @@ impl KafkaSink {
     }
 }
 
+/// Points as log records, one per partition (split at 256 KiB), each holding its
+/// points in the order given. Version 2 shares each name's prefix with the previous
+/// point's: agents send a host's metrics together, so neighbours share most of their
+/// names without a sort (the sort by name this replaced cost the ingest node about
+/// 15 % of its CPU, for a few bytes a point; see docs/cluster.md, Throughput).
+pub fn encode_records<'a>(
+    points: impl Iterator<Item = (&'a str, i64, f64)>,
+    partitions: u32,
+    version: u8,
+    flags: u8,
+    arrival: i64,
+) -> Vec<(u32, Vec<u8>)> {
+    let mut writers: Vec<Option<RecordWriter>> = Vec::new();
+    writers.resize_with(partitions.max(1) as usize, || None);
+    let mut out = Vec::new();
+    for (name, ts, value) in points {
+        let part = partition_for(name, partitions);
+        let w = writers[part as usize]
+            .get_or_insert_with(|| RecordWriter::with_flags(version, flags, arrival));
+        w.push(name, ts, value);
+        if w.byte_len() >= MAX_RECORD_BYTES {
+            out.push((part, w.finish().to_vec()));
+            w.reset(arrival);
+        }
+    }
+    for (part, w) in writers.iter_mut().enumerate() {
+        if let Some(w) = w.as_mut().filter(|w| !w.is_empty()) {
+            out.push((part as u32, w.finish().to_vec()));
+        }
+    }
+    out
+}
+
 impl Core {
     fn send(
         &self,
@@ -384,7 +414,7 @@ impl Core {
                 .partition(partition as i32)
                 .payload(payload);
         loop {
-            match self.producer.send(record) {
+            match self.producer.producer.send(record) {
                 Ok(()) => return Ok(()),
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
                     if Instant::now() < deadline =>
@@ -529,6 +559,137 @@ impl KafkaSink {
                 tracing::warn!(error = %e, points = batch.len(), "kafka did not take a batch; the client retries");
                 Err(SinkError::Unavailable(format!("kafka: {e}")))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::decode_into;
+
+    /// A batch as an agent-like load sends it: hosts in turn, each host's metrics
+    /// together, in the agent's (unsorted) order, short decimal values.
+    fn agent_batch(hosts: u32, points: u32) -> Batch {
+        let groups = ["cpu", "memory", "disk.sda", "net.eth0", "load"];
+        let items = [
+            "user",
+            "system",
+            "idle",
+            "iowait",
+            "steal",
+            "free",
+            "used",
+            "reads",
+            "writes",
+            "rx_bytes",
+            "tx_bytes",
+            "errors",
+            "shortterm",
+            "midterm",
+            "longterm",
+            "nice",
+            "irq",
+            "softirq",
+            "cached",
+            "buffered",
+        ];
+        let mut b = Batch::new();
+        for p in 0..points {
+            for h in 0..hosts {
+                for (i, item) in items.iter().enumerate() {
+                    for (j, g) in groups.iter().enumerate() {
+                        let name = format!("bench.host{h:05}.{g}.{item}");
+                        let v = f64::from((h * 7 + p * 13 + (i * 5 + j) as u32) % 10_000) / 100.0;
+                        b.push(&name, 1_700_000_000 + i64::from(p) * 10, v);
+                    }
+                }
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn records_hold_each_partitions_points_in_the_batch_order() {
+        let b = agent_batch(7, 3);
+        let arrival = 1_700_000_005;
+        let points = b.iter().map(|(n, p)| (n, p.ts, p.value));
+        let records = encode_records(points, 6, 2, 0, arrival);
+        let mut seen = vec![Vec::new(); 6];
+        for (part, bytes) in &records {
+            let mut out = Batch::new();
+            let d = decode_into(bytes, &mut out).unwrap();
+            assert_eq!(d.arrival, arrival);
+            for (n, p) in out.iter() {
+                assert_eq!(partition_for(n, 6), *part, "{n}");
+                seen[*part as usize].push((n.to_string(), p.ts, p.value.to_bits()));
+            }
+        }
+        for (part, got) in seen.iter().enumerate() {
+            let want: Vec<(String, i64, u64)> = b
+                .iter()
+                .filter(|(n, _)| partition_for(n, 6) as usize == part)
+                .map(|(n, p)| (n.to_string(), p.ts, p.value.to_bits()))
+                .collect();
+            assert!(!want.is_empty());
+            assert_eq!(got, &want, "partition {part}");
+        }
+    }
+
+    /// Cost and size of the records with and without the former sort by name. A
+    /// timing, not a check: `CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test -p sumi-cluster
+    /// --lib encode_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn encode_cost() {
+        // about one carbon batch of an ingest connection (8,300 points)
+        let b = agent_batch(83, 1);
+        let reps = 400;
+        // this thread's CPU time in ns (the machine may be shared: not wall time)
+        let cpu_ns = || -> u64 {
+            std::fs::read_to_string("/proc/thread-self/schedstat")
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0)
+        };
+        let run = |sorted: bool| {
+            let t = cpu_ns();
+            let mut bytes = 0;
+            let mut last = Vec::new();
+            for _ in 0..reps {
+                let records = if sorted {
+                    let mut v: Vec<(u32, &str, i64, f64)> = b
+                        .iter()
+                        .map(|(n, p)| (partition_for(n, 6), n, p.ts, p.value))
+                        .collect();
+                    v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+                    encode_records(v.into_iter().map(|(_, n, ts, x)| (n, ts, x)), 6, 2, 0, 1)
+                } else {
+                    encode_records(b.iter().map(|(n, p)| (n, p.ts, p.value)), 6, 2, 0, 1)
+                };
+                bytes = records.iter().map(|(_, r)| r.len()).sum::<usize>();
+                last = records;
+            }
+            let per_point = (cpu_ns() - t) as f64 / (reps * b.len()) as f64;
+            // what a storage node then pays to read them
+            let t = cpu_ns();
+            let mut out = Batch::new();
+            for _ in 0..reps {
+                for (_, r) in &last {
+                    out.clear();
+                    decode_into(r, &mut out).unwrap();
+                }
+            }
+            let decode = (cpu_ns() - t) as f64 / (reps * b.len()) as f64;
+            (per_point, bytes as f64 / b.len() as f64, decode)
+        };
+        for round in 0..3 {
+            let (ns_s, by_s, de_s) = run(true);
+            let (ns_o, by_o, de_o) = run(false);
+            println!(
+                "round {round}: sorted: encode {ns_s:.1} ns/point, {by_s:.2} B/point, decode {de_s:.1} ns/point; \
+                 batch order: encode {ns_o:.1} ns/point, {by_o:.2} B/point, decode {de_o:.1} ns/point"
+            );
         }
     }
 }

@@ -19,8 +19,9 @@
 //!   8 bytes value, IEEE-754 f64 bits, little-endian
 //! ```
 //!
-//! Version 2, about a third of version 1's bytes for agent-like load (the producer sorts
-//! a record's points by name, stably, so neighbours share long prefixes):
+//! Version 2, about a third of version 1's bytes for agent-like load (each name shares
+//! its prefix with the previous point's; agents send a host's metrics together, and
+//! the producer keeps their order):
 //!
 //! ```text
 //! u8      version = 2
@@ -105,12 +106,20 @@ fn decimal(v: f64) -> (u8, i64) {
         return (0, 0);
     }
     for (k, &p) in POW10.iter().enumerate() {
-        let m = (v * p).round();
-        if m.abs() >= EXACT_INT {
+        let x = v * p;
+        if x.abs() >= EXACT_INT {
             break;
         }
-        if (m / p).to_bits() == v.to_bits() {
-            return (k as u8 + 1, m as i64);
+        // the nearest integer, ties away from zero (`f64::round` is a libm call): only
+        // a candidate, which the check below accepts only when it gives `v` back
+        // (from 2^52 on every f64 is an integer, and adding 0.5 could round up)
+        let m = if x.abs() >= 4_503_599_627_370_496.0 {
+            x as i64
+        } else {
+            (x + 0.5f64.copysign(x)) as i64
+        };
+        if (m as f64 / p).to_bits() == v.to_bits() {
+            return (k as u8 + 1, m);
         }
     }
     (0, 0)
@@ -728,6 +737,52 @@ mod tests {
         assert_eq!(decimal(-0.0).0, 0);
     }
 
+    /// What `decimal` was before it rounded by hand: `f64::round`.
+    fn decimal_by_round(v: f64) -> (u8, i64) {
+        if !v.is_finite() || v.abs() >= EXACT_INT || (v == 0.0 && v.is_sign_negative()) {
+            return (0, 0);
+        }
+        for (k, &p) in POW10.iter().enumerate() {
+            let m = (v * p).round();
+            if m.abs() >= EXACT_INT {
+                break;
+            }
+            if (m / p).to_bits() == v.to_bits() {
+                return (k as u8 + 1, m as i64);
+            }
+        }
+        (0, 0)
+    }
+
+    #[test]
+    fn decimals_are_found_as_f64_round_found_them() {
+        // integers near 2^52 and 2^53, where adding 0.5 would round
+        for v in [
+            4503599627370495.0,
+            4503599627370496.0,
+            4503599627370497.0,
+            -4503599627370497.0,
+            9007199254740991.0,
+            0.5,
+            -0.5,
+            2.5,
+            0.49999999999999994,
+        ] {
+            assert_eq!(decimal(v), decimal_by_round(v), "{v}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decimals_match_f64_round(m in proptest::num::i64::ANY, k in 0u32..9, bits in proptest::num::u64::ANY) {
+            // short decimals as agents print them, and any f64 at all
+            let v = (m >> (k * 5)) as f64 / 10f64.powi(k as i32);
+            proptest::prop_assert_eq!(decimal(v), decimal_by_round(v));
+            let w = f64::from_bits(bits);
+            proptest::prop_assert_eq!(decimal(w), decimal_by_round(w));
+        }
+    }
+
     #[test]
     fn v2_shares_whole_characters_only() {
         let mut b = Batch::new();
@@ -807,8 +862,8 @@ mod tests {
 
     #[test]
     fn v2_is_under_half_of_v1_on_agent_like_names() {
-        // names and values as a collectd-like agent sends them, sorted as the
-        // producer sorts a record
+        // names and values as a collectd-like agent sends them, sorted (the order
+        // that shares the most; the producer keeps the order it was sent)
         let mut b = Batch::new();
         let mut names = Vec::new();
         for host in 0..40 {

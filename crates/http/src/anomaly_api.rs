@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use sumi_anomaly::events::Event;
 use sumi_model::glob::PathPattern;
-use sumi_query::resolve_range;
+use sumi_query::{resolve_range, TimeRange};
 
 use crate::params::Params;
 use crate::{bad_request, request_params, request_tz, unix_now, AppState};
@@ -73,16 +73,8 @@ pub(crate) async fn events_of(
     params: &Params,
     auth: Option<String>,
 ) -> Result<(Vec<Event>, Option<String>), String> {
+    let range = request_range(state, params)?;
     if crate::fanout_for(state, params).is_some() {
-        let tz = request_tz(state, params);
-        let range = resolve_range(
-            params.get("from"),
-            params.get("until"),
-            params.get("now"),
-            tz,
-            unix_now(),
-        )
-        .map_err(|e| e.to_string())?;
         let st = state.clone();
         let answer = tokio::task::spawn_blocking(move || {
             let fanout = st.fanout.as_deref()?;
@@ -99,25 +91,24 @@ pub(crate) async fn events_of(
             return Ok((events, partial));
         }
     }
-    events_here(state, params).map(|e| (e, None))
-}
-
-/// The events of this node's own detectors.
-fn events_here(state: &AppState, params: &Params) -> Result<Vec<Event>, String> {
-    let tz = request_tz(state, params);
-    let range = resolve_range(
-        params.get("from"),
-        params.get("until"),
-        params.get("now"),
-        tz,
-        unix_now(),
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(state
+    let events = state
         .anomalies
         .as_ref()
         .map(|f| f.events(range.from, range.until))
-        .unwrap_or_default())
+        .unwrap_or_default();
+    Ok((events, None))
+}
+
+/// The request's from/until (default: the last day) in its time zone.
+fn request_range(state: &AppState, params: &Params) -> Result<TimeRange, String> {
+    resolve_range(
+        params.get("from"),
+        params.get("until"),
+        params.get("now"),
+        request_tz(state, params),
+        unix_now(),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// The glob test of `match`: against the metric part of a (possibly tagged) name.

@@ -16,6 +16,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{now, points_of, scratch, Sumi};
@@ -108,9 +109,20 @@ fn require(path: &str, package: &str) -> PathBuf {
 }
 
 /// A loopback port nobody listens on right now (for clients that need a fixed port).
+/// A loopback port for a client program's own listener (it cannot be told port 0).
+/// Taken below the kernel's ephemeral range (32768 and up), which is where every
+/// port-0 bind of a parallel test lands, so the probe-then-bind gap cannot lose the
+/// port to one of them; each call takes the next port, so two calls never agree.
 fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-    l.local_addr().expect("local addr").port()
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20_000 + (std::process::id() % 1_000) as u16 * 10;
+    for _ in 0..2_700 {
+        let port = base + NEXT.fetch_add(1, Ordering::Relaxed) % 2_700;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {base}..{}", base + 2_700);
 }
 
 /// Percent-encodes a query value.
