@@ -1,5 +1,6 @@
-//! The background threads: the flusher (head → parts, then rollups and retention), the
-//! compactor, and under the interval fsync policy the WAL syncer. Each sleeps on the
+//! The background threads: the flusher (head → parts, nothing else), the maintenance
+//! thread (rollups, retention and merges, which share the maintenance lock), and under
+//! the interval fsync policy the WAL syncer. Each sleeps on the
 //! [`Workers`]' condvar and stops when `close` or `Drop` sets the stop flag. Failures are
 //! logged and counted; the next round tries again.
 
@@ -98,24 +99,31 @@ fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>, StoreError> {
     out.push(spawn(
         "sumi-flush",
         Box::new(move || {
+            // only flushes: the maintenance lock is not taken here, so a long merge
+            // never holds the head back (see `docs/storage.md`, "Back-pressure")
             let tick = i.opts.maintenance_interval.min(i.opts.flush_interval);
-            let mut last_maint = Instant::now();
             while !i.workers.sleep(tick) {
                 report(&i, "flush", i.flush_all(false));
-                if last_maint.elapsed() >= i.opts.maintenance_interval && !i.workers.stopping() {
-                    last_maint = Instant::now();
-                    report(&i, "rollup", i.roll_up());
-                    report(&i, "retention", i.apply_retention());
-                }
             }
         }),
     )?);
     let i = inner.clone();
     out.push(spawn(
-        "sumi-compact",
+        "sumi-maint",
         Box::new(move || {
+            // rollups, retention and merges share the maintenance lock, so they take
+            // turns on this one thread; between two merges the rollup and retention
+            // rounds come back once a maintenance interval
+            let mut last_maint: Option<Instant> = None;
             while !i.workers.sleep(i.opts.maintenance_interval) {
                 loop {
+                    if last_maint.is_none_or(|t| t.elapsed() >= i.opts.maintenance_interval)
+                        && !i.workers.stopping()
+                    {
+                        last_maint = Some(Instant::now());
+                        report(&i, "rollup", i.roll_up());
+                        report(&i, "retention", i.apply_retention());
+                    }
                     match i.compact_once() {
                         Ok(true) if !i.workers.stopping() => continue,
                         Ok(_) => break,
@@ -144,4 +152,51 @@ fn spawn(inner: &Arc<Inner>) -> Result<Vec<JoinHandle<()>>, StoreError> {
         )?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use sumi_model::{Batch, ManualClock};
+
+    use crate::testutil::TempDir;
+    use crate::{Store, StoreOptions};
+
+    const NOW: i64 = 1_700_000_000;
+
+    /// A merge holds the maintenance lock as long as it runs (tens of seconds at
+    /// millions of series): the flusher must not wait for it, or the head fills up to
+    /// its back-pressure limit and ingest stops until the merge ends.
+    #[test]
+    fn flushes_go_on_while_a_merge_holds_the_maintenance_lock() {
+        let dir = TempDir::new("flush-maint");
+        let mut opts = StoreOptions::for_tests(dir.path());
+        opts.background = true;
+        opts.flush_interval = Duration::from_millis(20);
+        opts.maintenance_interval = Duration::from_millis(20);
+        let store = Store::open(opts, Arc::new(ManualClock::new(NOW))).unwrap();
+        let maint = store.inner.parts.lock_maint();
+        for round in 0..4i64 {
+            let mut batch = Batch::new();
+            batch.push(&format!("a.b{round}"), NOW - 10 * round, 1.0);
+            store.write(&batch).unwrap();
+            let want = round as u64 + 1;
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while store.inner.metrics.flushes.load(Ordering::Relaxed) < want {
+                assert!(
+                    Instant::now() < deadline,
+                    "flush {want} did not happen while the maintenance lock was held"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // past a maintenance interval, when rollups and retention are due
+            std::thread::sleep(Duration::from_millis(60));
+        }
+        assert_eq!(store.inner.metrics.compactions.load(Ordering::Relaxed), 0);
+        drop(maint);
+        store.close().unwrap();
+    }
 }
