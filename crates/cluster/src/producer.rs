@@ -640,7 +640,7 @@ mod tests {
     /// timing, not a check: `CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test -p sumi-cluster
     /// --lib encode_cost -- --ignored --nocapture`.
     #[test]
-    #[ignore]
+    #[ignore = "a timing, not a check: see the doc lines above"]
     fn encode_cost() {
         // about one carbon batch of an ingest connection (8,300 points)
         let b = agent_batch(83, 1);

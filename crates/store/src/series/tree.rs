@@ -1065,6 +1065,46 @@ mod tests {
         out
     }
 
+    /// The removal and re-add rounds of the tests comparing two trees: removes the
+    /// paths `gone` picks (by position and name) from both, checks, re-adds every second
+    /// removed path and the `new` ones, checks again.
+    fn remove_and_readd(
+        fast: &mut Tree,
+        plain: &mut Tree,
+        paths: &[String],
+        gone: impl Fn(usize, &str) -> bool,
+        new: &[&str],
+        check: impl Fn(&Tree, &Tree, &[String], &str),
+    ) {
+        let gone: Vec<(String, u32)> = paths
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| gone(*i, p))
+            .map(|(i, p)| (p.clone(), i as u32))
+            .collect();
+        let removals = || gone.iter().map(|(p, i)| (p.as_str(), *i));
+        assert_eq!(fast.remove_many(removals()), gone.len());
+        assert_eq!(plain.remove_many(removals()), gone.len());
+        let live: Vec<String> = paths
+            .iter()
+            .filter(|p| !gone.iter().any(|(g, _)| g == *p))
+            .cloned()
+            .collect();
+        check(fast, plain, &live, "removed");
+        let mut back = live;
+        for (k, (p, _)) in gone.iter().enumerate().filter(|(k, _)| k % 2 == 0) {
+            fast.insert(p, 10_000 + k as u32);
+            plain.insert(p, 10_000 + k as u32);
+            back.push(p.clone());
+        }
+        for p in new {
+            fast.insert(p, 20_000);
+            plain.insert(p, 20_000);
+            back.push(p.to_string());
+        }
+        check(fast, plain, &back, "re-added");
+    }
+
     /// Finds through the sorted children of wide nodes answer what a plain scan of
     /// every child answers, and what filtering every path answers, also after removals
     /// and re-adds changed those children.
@@ -1137,35 +1177,16 @@ mod tests {
             "the wide nodes were not sorted"
         );
         // remove every fifth path (whole hosts go when all three of theirs do), then
-        // find again through the sorted arrays built above
-        let gone: Vec<(String, u32)> = paths
-            .iter()
-            .enumerate()
-            .filter(|(i, p)| i % 5 == 0 || p.starts_with("h01"))
-            .map(|(i, p)| (p.clone(), i as u32))
-            .collect();
-        let removals = || gone.iter().map(|(p, i)| (p.as_str(), *i));
-        assert_eq!(fast.remove_many(removals()), gone.len());
-        assert_eq!(plain.remove_many(removals()), gone.len());
-        let live: Vec<String> = paths
-            .iter()
-            .filter(|p| !gone.iter().any(|(g, _)| g == *p))
-            .cloned()
-            .collect();
-        check(&fast, &plain, &live, "removed");
-        // re-add some, and new names inside the ranges already sorted
-        let mut back = live.clone();
-        for (k, (p, _)) in gone.iter().enumerate().filter(|(k, _)| k % 2 == 0) {
-            fast.insert(p, 10_000 + k as u32);
-            plain.insert(p, 10_000 + k as u32);
-            back.push(p.clone());
-        }
-        for p in ["h0005.cpu.user", "h01.cpu.user", "w.n1000", "h000a"] {
-            fast.insert(p, 20_000);
-            plain.insert(p, 20_000);
-            back.push(p.to_string());
-        }
-        check(&fast, &plain, &back, "re-added");
+        // find again through the sorted arrays built above; re-add some, and new names
+        // inside the ranges already sorted
+        remove_and_readd(
+            &mut fast,
+            &mut plain,
+            &paths,
+            |i, p| i % 5 == 0 || p.starts_with("h01"),
+            &["h0005.cpu.user", "h01.cpu.user", "w.n1000", "h000a"],
+            check,
+        );
     }
 
     /// Small nodes visited in name order (and the find's sort skipped when the walk gave
@@ -1227,33 +1248,14 @@ mod tests {
             }
         };
         check(&fast, &plain, &paths, "built");
-        let gone: Vec<(String, u32)> = paths
-            .iter()
-            .enumerate()
-            .filter(|(i, p)| i % 4 == 1 || p.starts_with("n07"))
-            .map(|(i, p)| (p.clone(), i as u32))
-            .collect();
-        let removals = || gone.iter().map(|(p, i)| (p.as_str(), *i));
-        assert_eq!(fast.remove_many(removals()), gone.len());
-        assert_eq!(plain.remove_many(removals()), gone.len());
-        let live: Vec<String> = paths
-            .iter()
-            .filter(|p| !gone.iter().any(|(g, _)| g == *p))
-            .cloned()
-            .collect();
-        check(&fast, &plain, &live, "removed");
-        let mut back = live.clone();
-        for (k, (p, _)) in gone.iter().enumerate().filter(|(k, _)| k % 2 == 0) {
-            fast.insert(p, 10_000 + k as u32);
-            plain.insert(p, 10_000 + k as u32);
-            back.push(p.clone());
-        }
-        for p in ["n07.c15.user", "n02.c99.user", "n02.c00-x.user.more"] {
-            fast.insert(p, 20_000);
-            plain.insert(p, 20_000);
-            back.push(p.to_string());
-        }
-        check(&fast, &plain, &back, "re-added");
+        remove_and_readd(
+            &mut fast,
+            &mut plain,
+            &paths,
+            |i, p| i % 4 == 1 || p.starts_with("n07"),
+            &["n07.c15.user", "n02.c99.user", "n02.c00-x.user.more"],
+            check,
+        );
     }
 
     #[test]
