@@ -458,6 +458,7 @@ pub async fn create_complex(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, GfError> {
+    state.gf.refuse_unlogged("creating a complex graph")?;
     let body = json_body(&body)?;
     let c = blocking(state, move |st| {
         if body
@@ -563,6 +564,7 @@ pub async fn edit(
     Path((kind, id)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Response, GfError> {
+    state.gf.refuse_unlogged("editing a graph")?;
     let id = parse_id(&id)?;
     let body = json_body(&body)?;
     blocking(state, move |st| match kind.as_str() {
@@ -601,6 +603,7 @@ pub async fn delete_graph_by_name(
     Path((s, sec, g)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, GfError> {
+    state.gf.refuse_unlogged("deleting a graph")?;
     let graph = blocking(state, move |st| {
         let g = st
             .gf
@@ -630,6 +633,7 @@ pub async fn delete_graph_by_id(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, GfError> {
+    state.gf.refuse_unlogged("deleting a graph")?;
     let id = parse_id(&id)?;
     let graph = blocking(state, move |st| {
         let g = st
@@ -678,6 +682,7 @@ pub async fn delete_complex_by_name(
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Result<Response, GfError> {
+    state.gf.refuse_unlogged("deleting a complex graph")?;
     let with_graphs = wants_graphs_deleted(&headers, query.as_deref(), &body);
     let c = blocking(state, move |st| {
         let c = st
@@ -699,6 +704,7 @@ pub async fn delete_complex_by_id(
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Result<Response, GfError> {
+    state.gf.refuse_unlogged("deleting a complex graph")?;
     let id = parse_id(&id)?;
     let with_graphs = wants_graphs_deleted(&headers, query.as_deref(), &body);
     let c = blocking(state, move |st| {
@@ -719,6 +725,7 @@ pub async fn delete_section(
     Path((s, sec)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, GfError> {
+    state.gf.refuse_unlogged("deleting a section")?;
     let service = s.clone();
     blocking(state, move |st| {
         for entry in st.gf.db.section(&s, &sec)? {
@@ -757,6 +764,7 @@ pub async fn add_vrule(
     RawQuery(query): RawQuery,
     body: Bytes,
 ) -> Result<Response, GfError> {
+    state.gf.refuse_unlogged("adding a vertical rule")?;
     let p = parameters(&headers, query.as_deref(), &body)
         .map_err(|e| GfError::BadRequest(e.to_string()))?;
     let mut messages = Vec::new();

@@ -18,6 +18,7 @@ pub mod graph;
 pub mod json;
 pub mod migrations;
 pub mod names;
+pub mod replicated;
 pub mod view;
 pub mod writer;
 
@@ -41,6 +42,11 @@ pub struct Gf {
     pub db: Arc<Db>,
     pub writer: Writer,
     pub registry: SeriesRegistry,
+    /// In a cluster: mutations go through the metadata log (`replicated.rs`).
+    pub log: Option<Arc<dyn replicated::OpLog>>,
+    /// In a cluster: this node's applier of the metadata log, until the server takes
+    /// it to run it on the log's consumer ([`Gf::take_applier`]).
+    applier: parking_lot::Mutex<Option<replicated::Applier>>,
 }
 
 /// Why the GrowthForecast stage could not start.
@@ -50,6 +56,8 @@ pub enum GfStartError {
     Db(#[from] DbError),
     #[error("cannot start the growthforecast writer thread: {0}")]
     Thread(#[from] std::io::Error),
+    #[error(transparent)]
+    Applier(#[from] replicated::ApplierError),
 }
 
 impl Gf {
@@ -69,7 +77,52 @@ impl Gf {
             db,
             writer,
             registry,
+            log: None,
+            applier: parking_lot::Mutex::new(None),
         })
+    }
+
+    /// [`Gf::open`] for a cluster node: mutations go to `log`, and the database is
+    /// written only by the applier ([`Gf::take_applier`]). A database that was not
+    /// made from the log is refused.
+    pub fn open_logged(
+        data_dir: &Path,
+        sink: Arc<dyn Sink>,
+        registry: SeriesRegistry,
+        log: Arc<dyn replicated::OpLog>,
+    ) -> Result<Gf, GfStartError> {
+        let db = Arc::new(Db::open(data_dir)?);
+        for series in db.series_names()? {
+            registry.insert(&series);
+        }
+        let waiters = Arc::new(replicated::Waiters::default());
+        let applier =
+            replicated::Applier::open(&db, registry.clone(), log.node_id(), waiters.clone())?;
+        let writer = Writer::start_logged(log.clone(), waiters, sink)?;
+        Ok(Gf {
+            db,
+            writer,
+            registry,
+            log: Some(log),
+            applier: parking_lot::Mutex::new(Some(applier)),
+        })
+    }
+
+    /// The applier of the metadata log, once (in a cluster).
+    pub fn take_applier(&self) -> Option<replicated::Applier> {
+        self.applier.lock().take()
+    }
+
+    /// In a cluster, a mutation the metadata log does not carry yet is refused
+    /// rather than applied to this node's database alone (the nodes would diverge).
+    pub(crate) fn refuse_unlogged(&self, what: &str) -> Result<(), GfError> {
+        match self.log {
+            None => Ok(()),
+            Some(_) => Err(GfError::NotInCluster(format!(
+                "{what} is not supported in a cluster yet: the growthforecast metadata log \
+                 carries posts only (docs/cluster.md, GrowthForecast)"
+            ))),
+        }
     }
 }
 
@@ -97,6 +150,9 @@ pub enum GfError {
     Post(#[from] writer::PostError),
     #[error("request failed: {0}")]
     Internal(String),
+    /// 501: not built for a cluster yet.
+    #[error("{0}")]
+    NotInCluster(String),
 }
 
 impl IntoResponse for GfError {
@@ -117,9 +173,12 @@ impl IntoResponse for GfError {
             GfError::Graph(e) if e.is_client_error() => {
                 text(StatusCode::BAD_REQUEST, e.to_string())
             }
-            GfError::Post(writer::PostError::Busy | writer::PostError::Unavailable(_)) => {
-                text(StatusCode::SERVICE_UNAVAILABLE, self.to_string())
-            }
+            GfError::NotInCluster(m) => text(StatusCode::NOT_IMPLEMENTED, m),
+            GfError::Post(
+                writer::PostError::Busy
+                | writer::PostError::Unavailable(_)
+                | writer::PostError::Log(_),
+            ) => text(StatusCode::SERVICE_UNAVAILABLE, self.to_string()),
             other => text(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }
