@@ -170,9 +170,13 @@ impl AppState {
             .ok_or_else(|| HttpConfigError::TimeZone(options.timezone.clone()))?;
         let gf = match &options.gf_log {
             None => growthforecast::Gf::open(data_dir, sink.clone(), gf_series)?,
-            Some(log) => {
-                growthforecast::Gf::open_logged(data_dir, sink.clone(), gf_series, log.clone())?
-            }
+            Some(log) => growthforecast::Gf::open_logged(
+                data_dir,
+                store.clone(),
+                sink.clone(),
+                gf_series,
+                log.clone(),
+            )?,
         };
         Ok(AppState {
             gf,

@@ -50,7 +50,21 @@ fn graphs(addr: &str) -> Vec<Value> {
             ),
         ));
     }
+    out.push(json(addr, "/json/list/all"));
+    out.push(json(addr, "/vrule/summary/web/load/cpu"));
     out
+}
+
+/// POSTs a JSON body; the status and the answer.
+fn post_json(addr: &str, path: &str, body: &Value) -> (u16, String) {
+    let resp = ureq::post(&format!("http://{addr}{path}"))
+        .timeout(Duration::from_secs(30))
+        .send_string(&body.to_string());
+    match resp {
+        Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+        Err(ureq::Error::Status(s, r)) => (s, r.into_string().unwrap_or_default()),
+        Err(e) => panic!("POST {path} to {addr}: {e}"),
+    }
 }
 
 /// `/xport` of a graph over the last hour (1-minute steps): ts → value.
@@ -209,7 +223,70 @@ fn growthforecast_graphs_are_the_same_on_every_node() {
         }
     }
 
-    // a storage node killed while posts go on catches up after its restart
+    // an edit, a complex graph, a vertical rule made on storage nodes; a rename onto
+    // a taken name refused, as on a single node
+    let id_of = |name: &str| {
+        want[0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["graph_name"] == name)
+            .unwrap()["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let (cpu, mem) = (id_of("cpu"), id_of("mem"));
+    let (status, body) = post_json(
+        &nodes[1],
+        &format!("/json/edit/graph/{cpu}"),
+        &serde_json::json!({"description": "cores", "sort": "5", "color": "#445566"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = post_json(
+        &nodes[1],
+        &format!("/json/edit/graph/{mem}"),
+        &serde_json::json!({"graph_name": "cpu"}),
+    );
+    assert_eq!(status, 409, "{body}");
+    let (status, body) = post_json(
+        &nodes[2],
+        "/json/create/complex",
+        &serde_json::json!({"service_name": "web", "section_name": "load", "graph_name": "both",
+            "data": [{"graph_id": cpu}, {"graph_id": mem}]}),
+    );
+    assert_eq!(status, 200, "{body}");
+    post(
+        &nodes[3],
+        "/vrule/api/web/load",
+        &[("time", &ts(2)), ("description", "deploy")],
+    );
+    let cpu_now = json(&ingest, "/api/web/load/cpu");
+    assert_eq!(
+        (&cpu_now["color"], &cpu_now["description"], &cpu_now["sort"]),
+        (
+            &Value::from("#445566"),
+            &Value::from("cores"),
+            &Value::from(5)
+        ),
+        "the ingest node sees the edit made on a storage node: {cpu_now}"
+    );
+    let want = graphs(&ingest);
+    assert_eq!(
+        want.last().unwrap().as_array().unwrap().len(),
+        1,
+        "{want:?}"
+    );
+    for addr in &nodes[1..] {
+        eventually(&format!("node {addr}'s graphs after the edits"), 20, || {
+            let got = graphs(addr);
+            (got == want)
+                .then_some(())
+                .ok_or_else(|| format!("{got:?} != {want:?}"))
+        });
+    }
+
+    // a storage node killed while posts and a delete go on catches up after its
+    // restart
     cluster.node("kill", 3);
     let nodes = all(&cluster);
     post(
@@ -222,8 +299,19 @@ fn growthforecast_graphs_are_the_same_on_every_node() {
         "/api/web/late/arrival",
         &[("number", "3"), ("timestamp", &ts(7))],
     );
+    let (status, body) = post_json(&nodes[2], "/json/delete/graph/web/load/mem", &Value::Null);
+    assert_eq!(status, 200, "{body}");
+    // read-your-writes on node 2; the others apply the delete a moment later (and
+    // everything before it in the log)
+    assert_eq!(get(&nodes[2], "/api/web/load/mem").0, 404);
+    eventually("the delete made on node 2, on the ingest node", 20, || {
+        let status = get(&ingest, "/api/web/load/mem").0;
+        (status == 404)
+            .then_some(())
+            .ok_or_else(|| status.to_string())
+    });
     let want = graphs(&ingest);
-    assert_eq!(want[0].as_array().unwrap().len(), 5);
+    assert_eq!(want[0].as_array().unwrap().len(), 4);
     cluster.node("start", 3);
     let restarted = node(&cluster, 3);
     eventually("the restarted node's graphs", 30, || {
@@ -239,23 +327,15 @@ fn growthforecast_graphs_are_the_same_on_every_node() {
     );
     let x = stored(&restarted, "web.jobs.done");
     assert_eq!(x.get(&(t0 + 420)), Some(&121.0), "{x:?}");
-
-    // mutations the log does not carry yet are refused in a cluster, not applied to
-    // one node
-    let (status, _, body) = {
-        let resp =
-            ureq::post(&format!("http://{ingest}/vrule/api/web")).send_form(&[("time", &ts(1))]);
-        match resp {
-            Ok(r) => (
-                r.status(),
-                None::<String>,
-                r.into_string().unwrap_or_default(),
-            ),
-            Err(ureq::Error::Status(s, r)) => (s, None, r.into_string().unwrap_or_default()),
-            Err(e) => panic!("{e}"),
-        }
-    };
-    assert_eq!(status, 501, "{body}");
-    assert_eq!(get(&restarted, "/vrule/summary/web").2, "[]");
+    // the deleted graph's points are gone on every storage node, the restarted one
+    // included
+    for n in 1..=3 {
+        let addr = node(&cluster, n);
+        let local = kafka::points_of(&http_get(
+            &addr,
+            "/render?target=web.load.mem&from=-1h&format=json&local=1",
+        ));
+        assert!(local.is_empty(), "node {n} still has {local:?}");
+    }
     eprintln!("done in {:.1}s", t_start.elapsed().as_secs_f64());
 }

@@ -47,6 +47,8 @@ pub struct Gf {
     /// In a cluster: this node's applier of the metadata log, until the server takes
     /// it to run it on the log's consumer ([`Gf::take_applier`]).
     applier: parking_lot::Mutex<Option<replicated::Applier>>,
+    /// In a cluster: this node's requests waiting for their op to be applied.
+    waiters: Arc<replicated::Waiters>,
 }
 
 /// Why the GrowthForecast stage could not start.
@@ -79,6 +81,7 @@ impl Gf {
             registry,
             log: None,
             applier: parking_lot::Mutex::new(None),
+            waiters: Arc::new(replicated::Waiters::default()),
         })
     }
 
@@ -87,6 +90,7 @@ impl Gf {
     /// made from the log is refused.
     pub fn open_logged(
         data_dir: &Path,
+        store: Arc<sumi_store::Store>,
         sink: Arc<dyn Sink>,
         registry: SeriesRegistry,
         log: Arc<dyn replicated::OpLog>,
@@ -96,15 +100,21 @@ impl Gf {
             registry.insert(&series);
         }
         let waiters = Arc::new(replicated::Waiters::default());
-        let applier =
-            replicated::Applier::open(&db, registry.clone(), log.node_id(), waiters.clone())?;
-        let writer = Writer::start_logged(log.clone(), waiters, sink)?;
+        let applier = replicated::Applier::open(
+            &db,
+            store,
+            registry.clone(),
+            log.node_id(),
+            waiters.clone(),
+        )?;
+        let writer = Writer::start_logged(log.clone(), waiters.clone(), sink)?;
         Ok(Gf {
             db,
             writer,
             registry,
             log: Some(log),
             applier: parking_lot::Mutex::new(Some(applier)),
+            waiters,
         })
     }
 
@@ -113,15 +123,16 @@ impl Gf {
         self.applier.lock().take()
     }
 
-    /// In a cluster, a mutation the metadata log does not carry yet is refused
-    /// rather than applied to this node's database alone (the nodes would diverge).
-    pub(crate) fn refuse_unlogged(&self, what: &str) -> Result<(), GfError> {
-        match self.log {
-            None => Ok(()),
-            Some(_) => Err(GfError::NotInCluster(format!(
-                "{what} is not supported in a cluster yet: the growthforecast metadata log \
-                 carries posts only (docs/cluster.md, GrowthForecast)"
-            ))),
+    /// Runs a mutation (blocking): on a single node, applied here; in a cluster,
+    /// appended to the metadata log and answered once this node has applied it.
+    pub(crate) fn run(
+        &self,
+        store: &sumi_store::Store,
+        op: replicated::Op,
+    ) -> Result<replicated::Applied, GfError> {
+        match &self.log {
+            None => api::apply_op(&self.db, store, &self.registry, &op, crate::unix_now()),
+            Some(log) => replicated::submit(log.as_ref(), &self.waiters, op),
         }
     }
 }
@@ -150,9 +161,6 @@ pub enum GfError {
     Post(#[from] writer::PostError),
     #[error("request failed: {0}")]
     Internal(String),
-    /// 501: not built for a cluster yet.
-    #[error("{0}")]
-    NotInCluster(String),
 }
 
 impl IntoResponse for GfError {
@@ -173,7 +181,6 @@ impl IntoResponse for GfError {
             GfError::Graph(e) if e.is_client_error() => {
                 text(StatusCode::BAD_REQUEST, e.to_string())
             }
-            GfError::NotInCluster(m) => text(StatusCode::NOT_IMPLEMENTED, m),
             GfError::Post(
                 writer::PostError::Busy
                 | writer::PostError::Unavailable(_)

@@ -19,13 +19,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use parking_lot::Mutex;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sumi_store::Store;
 use tracing::warn;
 
-use super::db::{Db, DbError, Graph};
-use super::writer::{apply_posts, Post, SeriesRegistry};
+use super::db::{Complex, Db, DbError, Graph, Vrule};
+use super::writer::{Post, PostError, SeriesRegistry};
+use super::GfError;
 
 /// The table of the next offset to apply (one row), created when a node first applies
 /// the log; its presence marks a database made from the log.
@@ -53,23 +58,101 @@ pub struct OpMessage {
     pub op: Op,
 }
 
-/// A GrowthForecast mutation.
+/// A GrowthForecast mutation: what the request asked, validated where that needs no
+/// database; the rest (does the graph exist, is the new name free) is checked where
+/// it is applied, on every node alike.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     /// Posts to `/api/...`, applied in order (one group commit of the origin).
     Posts { posts: Vec<Post> },
+    /// `POST /json/create/complex` (its JSON body).
+    CreateComplex { body: Map<String, Value> },
+    /// `POST /json/edit/graph/:id` (its JSON body).
+    EditGraph { id: i64, body: Map<String, Value> },
+    /// `POST /json/edit/complex/:id` (its JSON body).
+    EditComplex { id: i64, body: Map<String, Value> },
+    /// `POST /json/delete/graph/...` (and `/delete/...`).
+    DeleteGraph { target: Target },
+    /// `POST /json/delete/complex/...` (and `/delete_complex/:id`).
+    DeleteComplex { target: Target, with_graphs: bool },
+    /// `POST /delete/:service/:section`.
+    DeleteSection { service: String, section: String },
+    /// `POST /vrule/api/...` (the rule's time resolved by the origin).
+    AddVrule { vrule: Vrule },
 }
 
-/// What an applier computed for an op.
+/// A graph or complex graph, by id or by names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    Id(i64),
+    Name(String, String, String),
+}
+
+/// What an op did.
 #[derive(Clone, Debug)]
 pub enum Applied {
     /// Each post's graph as it is afterwards and the value of its point, if any.
     Posts(Vec<(Graph, Option<f64>)>),
+    /// A deleted graph.
+    Graph(Box<Graph>),
+    /// A created, or deleted, complex graph.
+    Complex(Complex),
+    /// An added vertical rule.
+    Vrule(Vrule),
+    /// An edit, a section deleted.
+    Done,
 }
 
-/// An op's result: what it computed, or why it changed nothing.
-pub type Outcome = Result<Applied, String>;
+impl Applied {
+    fn unexpected(&self) -> GfError {
+        GfError::Internal(format!("unexpected result of an op: {self:?}"))
+    }
+
+    pub(crate) fn graph(self) -> Result<Graph, GfError> {
+        match self {
+            Applied::Graph(g) => Ok(*g),
+            other => Err(other.unexpected()),
+        }
+    }
+
+    pub(crate) fn complex(self) -> Result<Complex, GfError> {
+        match self {
+            Applied::Complex(c) => Ok(c),
+            other => Err(other.unexpected()),
+        }
+    }
+
+    pub(crate) fn vrule(self) -> Result<Vrule, GfError> {
+        match self {
+            Applied::Vrule(v) => Ok(v),
+            other => Err(other.unexpected()),
+        }
+    }
+}
+
+/// An op's result: what it did, or why it changed nothing.
+pub type Outcome = Result<Applied, GfError>;
+
+/// Whether an op's failure is one every node meets alike (the graph is not there, a
+/// name is taken, a parameter is invalid): the op is then skipped everywhere. Any
+/// other failure (the disk, SQLite busy) is this node's: it retries the op.
+fn same_everywhere(e: &GfError) -> bool {
+    match e {
+        GfError::NotFound(_)
+        | GfError::Invalid(_)
+        | GfError::Param(_)
+        | GfError::BadRequest(_)
+        | GfError::Conflict(_)
+        | GfError::Db(DbError::Conflict(_)) => true,
+        GfError::Graph(g) => g.is_client_error(),
+        _ => false,
+    }
+}
+
+/// How long a request waits for this node's applier to apply its op.
+pub const APPLY_WAIT: Duration = Duration::from_secs(30);
 
 /// Requests of this node waiting for their op to be applied here.
 pub struct Waiters {
@@ -141,7 +224,8 @@ pub enum ApplierError {
 
 /// A node's applier of the metadata log, on its own connection.
 pub struct Applier {
-    conn: Connection,
+    db: Db,
+    store: Arc<Store>,
     registry: SeriesRegistry,
     node_id: u32,
     waiters: Arc<Waiters>,
@@ -154,6 +238,7 @@ impl Applier {
     /// from the log: refused.
     pub fn open(
         db: &Db,
+        store: Arc<Store>,
         registry: SeriesRegistry,
         node_id: u32,
         waiters: Arc<Waiters>,
@@ -202,8 +287,10 @@ impl Applier {
             .unwrap_or(0);
         tx.commit()
             .map_err(|e| DbError::sql("opening the log applier", e))?;
+        drop(conn);
         Ok(Applier {
-            conn,
+            db: db.reopen()?,
+            store,
             registry,
             node_id,
             waiters,
@@ -223,11 +310,11 @@ impl Applier {
     }
 
     /// Applies the message at `offset` and stores `offset + 1` in the same
-    /// transaction. An op that fails (a rename onto a taken name, say) changes nothing
-    /// but its offset, on every node alike, and its origin answers the failure. An
-    /// error here (the database cannot be written) leaves the offset where it was:
+    /// transaction. An op that fails alike on every node (a rename onto a taken name,
+    /// say) changes nothing but the offset, and its origin answers the failure. Any
+    /// other failure (the database cannot be written) leaves the offset where it was:
     /// the caller retries the message.
-    pub fn apply(&mut self, offset: i64, payload: &[u8]) -> Result<(), DbError> {
+    pub fn apply(&mut self, offset: i64, payload: &[u8]) -> Result<(), GfError> {
         if offset < self.next {
             return Ok(());
         }
@@ -239,32 +326,30 @@ impl Applier {
                 None
             }
         };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| DbError::sql("starting an op", e))?;
+        self.sql("BEGIN IMMEDIATE", "starting an op")?;
         let outcome = match &msg {
-            None => Err("unreadable op".to_string()),
-            Some(m) => apply_op(&tx, &self.registry, m),
+            None => Err(GfError::BadRequest("unreadable op".into())),
+            Some(m) => super::api::apply_op(&self.db, &self.store, &self.registry, &m.op, m.now),
         };
-        let tx = match &outcome {
-            Ok(_) => tx,
-            Err(_) => {
-                // nothing of a failed op stays; its offset does
-                tx.rollback()
-                    .map_err(|e| DbError::sql("rolling back an op", e))?;
-                self.conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(|e| DbError::sql("starting an op", e))?
+        if let Err(e) = &outcome {
+            // nothing of a failed op stays
+            self.sql("ROLLBACK", "rolling back an op")?;
+            if !same_everywhere(e) {
+                return Err(GfError::Internal(format!("applying op {offset}: {e}")));
             }
-        };
-        tx.execute(
-            &format!("UPDATE {OFFSET_TABLE} SET next_offset = ?1 WHERE id = 1"),
-            params![offset + 1],
-        )
-        .map_err(|e| DbError::sql("storing the log offset", e))?;
-        tx.commit()
-            .map_err(|e| DbError::sql("committing an op", e))?;
+            self.sql("BEGIN IMMEDIATE", "starting an op")?;
+        }
+        let stored = self.db.with_conn(|c| {
+            c.execute(
+                &format!("UPDATE {OFFSET_TABLE} SET next_offset = ?1 WHERE id = 1"),
+                params![offset + 1],
+            )
+            .and_then(|_| c.execute_batch("COMMIT"))
+        });
+        if let Err(e) = stored {
+            let _ = self.sql("ROLLBACK", "rolling back an op");
+            return Err(DbError::sql("committing an op", e).into());
+        }
         self.next = offset + 1;
         if let Some(m) = msg {
             if m.origin == self.node_id {
@@ -273,16 +358,38 @@ impl Applier {
         }
         Ok(())
     }
+
+    fn sql(&self, sql: &str, what: &'static str) -> Result<(), GfError> {
+        self.db
+            .with_conn(|c| c.execute_batch(sql))
+            .map_err(|e| DbError::sql(what, e).into())
+    }
 }
 
-/// Applies one op in the caller's transaction, with the code a single node runs.
-fn apply_op(conn: &Connection, registry: &SeriesRegistry, m: &OpMessage) -> Outcome {
-    match &m.op {
-        Op::Posts { posts } => {
-            let posts: Vec<&Post> = posts.iter().collect();
-            apply_posts(conn, registry, &posts, m.now)
-                .map(Applied::Posts)
-                .map_err(|e| e.to_string())
+/// Appends `op` to the metadata log and waits until this node has applied it: what
+/// it did, as every node did it.
+pub(crate) fn submit(log: &dyn OpLog, waiters: &Waiters, op: Op) -> Outcome {
+    let (seq, outcome) = waiters.register();
+    let msg = OpMessage {
+        origin: log.node_id(),
+        seq,
+        now: crate::unix_now(),
+        op,
+    };
+    let payload = serde_json::to_vec(&msg).map_err(|e| GfError::Internal(e.to_string()))?;
+    if let Err(e) = log.append(&payload) {
+        waiters.forget(seq);
+        return Err(PostError::Log(format!("appending the change: {e}")).into());
+    }
+    match outcome.recv_timeout(APPLY_WAIT) {
+        Ok(result) => result,
+        Err(_) => {
+            waiters.forget(seq);
+            Err(PostError::Log(format!(
+                "the change is in the log but this node has not applied it within {} s",
+                APPLY_WAIT.as_secs()
+            ))
+            .into())
         }
     }
 }
@@ -290,7 +397,15 @@ fn apply_op(conn: &Connection, registry: &SeriesRegistry, m: &OpMessage) -> Outc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::growthforecast::writer::Mode;
+    use crate::growthforecast::writer::{apply_posts, Mode};
+
+    fn store(dir: &std::path::Path) -> Arc<Store> {
+        Store::open(
+            sumi_store::StoreOptions::new(dir.join("store")),
+            Arc::new(sumi_model::SystemClock),
+        )
+        .unwrap()
+    }
 
     fn post(graph: &str, number: f64, mode: Mode) -> Post {
         Post {
@@ -332,16 +447,28 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let db = Db::open(dir.path()).unwrap();
             let waiters = Arc::new(Waiters::default());
-            let mut applier =
-                Applier::open(&db, SeriesRegistry::new(), node, waiters.clone()).unwrap();
+            let mut applier = Applier::open(
+                &db,
+                store(dir.path()),
+                SeriesRegistry::new(),
+                node,
+                waiters.clone(),
+            )
+            .unwrap();
             let (seq, rx) = waiters.register();
             for (offset, payload) in log.iter().enumerate().take(2) {
                 applier.apply(offset as i64, payload).unwrap();
             }
             // a restart resumes at the stored offset; a message again is ignored
             drop(applier);
-            let mut applier =
-                Applier::open(&db, SeriesRegistry::new(), node, waiters.clone()).unwrap();
+            let mut applier = Applier::open(
+                &db,
+                store(dir.path()),
+                SeriesRegistry::new(),
+                node,
+                waiters.clone(),
+            )
+            .unwrap();
             assert_eq!(applier.next_offset(), 2);
             applier.apply(1, &log[1]).unwrap();
             for (offset, payload) in log.iter().enumerate().skip(2) {
@@ -365,7 +492,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path()).unwrap();
         let waiters = Arc::new(Waiters::default());
-        let mut applier = Applier::open(&db, SeriesRegistry::new(), 7, waiters.clone()).unwrap();
+        let mut applier = Applier::open(
+            &db,
+            store(dir.path()),
+            SeriesRegistry::new(),
+            7,
+            waiters.clone(),
+        )
+        .unwrap();
         let (seq, rx) = waiters.register();
         let payload = serde_json::to_vec(&OpMessage {
             origin: 7,
@@ -406,7 +540,13 @@ mod tests {
         )
         .unwrap();
         tx.commit().unwrap();
-        let err = Applier::open(&db, SeriesRegistry::new(), 1, Arc::new(Waiters::default()));
+        let err = Applier::open(
+            &db,
+            store(dir.path()),
+            SeriesRegistry::new(),
+            1,
+            Arc::new(Waiters::default()),
+        );
         assert!(matches!(err, Err(ApplierError::NotFromLog { rows: 1, .. })));
     }
 }

@@ -14,7 +14,6 @@
 use std::collections::HashSet;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::RwLock;
 use rusqlite::{params, Connection, TransactionBehavior};
@@ -25,7 +24,7 @@ use tracing::warn;
 
 use super::db::{graph_by_id, graph_by_names, DbError, Graph};
 use super::names::series_name;
-use super::replicated::{Applied, Op, OpLog, OpMessage, Waiters};
+use super::replicated::{Applied, Op, OpLog, OpMessage, Waiters, APPLY_WAIT};
 
 /// The most posts one group commit takes.
 pub const MAX_GROUP: usize = 4096;
@@ -226,9 +225,6 @@ fn run(mut conn: Connection, sink: Arc<dyn Sink>, registry: SeriesRegistry, rx: 
     }
 }
 
-/// How long a post waits for this node's applier to apply its op.
-const APPLY_WAIT: Duration = Duration::from_secs(30);
-
 fn run_logged(log: &dyn OpLog, waiters: &Waiters, sink: &dyn Sink, rx: Receiver<Job>) {
     let mut jobs: Vec<Job> = Vec::with_capacity(MAX_GROUP);
     let mut batch = Batch::new();
@@ -290,7 +286,12 @@ fn post_through_log(
     }
     let applied = match outcome.recv_timeout(APPLY_WAIT) {
         Ok(Ok(Applied::Posts(applied))) => applied,
-        Ok(Err(e)) => return Err(PostError::Db(DbError::Conflict(e))),
+        Ok(Ok(other)) => {
+            return Err(PostError::Log(format!(
+                "unexpected result of posts: {other:?}"
+            )))
+        }
+        Ok(Err(e)) => return Err(PostError::Db(DbError::Conflict(e.to_string()))),
         Err(_) => {
             waiters.forget(seq);
             return Err(PostError::Log(format!(
