@@ -110,8 +110,9 @@ pub fn consume(
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
-        // a request waits for its op to come back: do not wait for more
-        .set("fetch.wait.max.ms", "5")
+        // a long poll: the broker answers a waiting fetch as soon as an op is appended
+        // (fetch.min.bytes 1), so this bounds only the idle round trips
+        .set("fetch.wait.max.ms", "500")
         .create()
         .context("creating the metadata log's consumer")?;
     let assign = |offset: i64| -> Result<()> {

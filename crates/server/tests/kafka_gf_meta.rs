@@ -320,6 +320,22 @@ fn growthforecast_graphs_are_the_same_on_every_node() {
             .then_some(())
             .ok_or_else(|| format!("{got:?} != {want:?}"))
     });
+    // every node has applied the whole metadata log, the restarted one included
+    let end = kafka::metric(&ingest, "sumi_gf_log_next_offset");
+    assert!(end > 0.0);
+    for n in 1..=3 {
+        let addr = node(&cluster, n);
+        eventually(&format!("node {n}'s log offset"), 20, || {
+            let at = kafka::metric(&addr, "sumi_gf_log_next_offset");
+            (at == end)
+                .then_some(())
+                .ok_or_else(|| format!("{at} != {end}"))
+        });
+    }
+    assert_eq!(
+        kafka::metric(&restarted, "sumi_gf_log_apply_retries_total"),
+        0.0
+    );
     let log = cluster.log(3);
     assert!(
         log.contains("applying the growthforecast metadata log"),

@@ -49,6 +49,8 @@ pub struct Gf {
     applier: parking_lot::Mutex<Option<replicated::Applier>>,
     /// In a cluster: this node's requests waiting for their op to be applied.
     waiters: Arc<replicated::Waiters>,
+    /// In a cluster: the applier's figures.
+    stats: Option<Arc<replicated::LogStats>>,
 }
 
 /// Why the GrowthForecast stage could not start.
@@ -82,6 +84,7 @@ impl Gf {
             log: None,
             applier: parking_lot::Mutex::new(None),
             waiters: Arc::new(replicated::Waiters::default()),
+            stats: None,
         })
     }
 
@@ -108,6 +111,7 @@ impl Gf {
             waiters.clone(),
         )?;
         let writer = Writer::start_logged(log.clone(), waiters.clone(), sink)?;
+        let stats = Some(applier.stats());
         Ok(Gf {
             db,
             writer,
@@ -115,12 +119,19 @@ impl Gf {
             log: Some(log),
             applier: parking_lot::Mutex::new(Some(applier)),
             waiters,
+            stats,
         })
     }
 
     /// The applier of the metadata log, once (in a cluster).
     pub fn take_applier(&self) -> Option<replicated::Applier> {
         self.applier.lock().take()
+    }
+
+    /// In a cluster: the applier's figures for `/metrics`, while it is here or running.
+    pub fn log_stats(&self) -> Option<Arc<replicated::LogStats>> {
+        self.log.as_ref()?;
+        self.stats.clone()
     }
 
     /// Runs a mutation (blocking): on a single node, applied here; in a cluster,

@@ -206,6 +206,64 @@ impl Waiters {
     }
 }
 
+/// What a node's applier has done, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct LogStats {
+    /// The offset of the next message to apply.
+    pub next_offset: std::sync::atomic::AtomicI64,
+    /// Ops applied (each post group is one).
+    pub applied: AtomicU64,
+    /// Ops that failed alike on every node (404, 400, 409), skipped.
+    pub failed: AtomicU64,
+    /// Messages that could not be read, skipped.
+    pub unreadable: AtomicU64,
+    /// Attempts that failed on this node (its database) and were retried.
+    pub retries: AtomicU64,
+}
+
+impl LogStats {
+    /// Prometheus text.
+    pub fn write_prometheus(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "# HELP sumi_gf_log_next_offset The offset of the next op of the growthforecast \
+             metadata log this node applies.\n# TYPE sumi_gf_log_next_offset gauge\n\
+             sumi_gf_log_next_offset {}",
+            self.next_offset.load(Ordering::Relaxed)
+        );
+        for (name, help, v) in [
+            (
+                "applied",
+                "Ops of the growthforecast metadata log applied.",
+                &self.applied,
+            ),
+            (
+                "failed",
+                "Ops of the growthforecast metadata log that failed alike on every node (skipped).",
+                &self.failed,
+            ),
+            (
+                "unreadable",
+                "Messages of the growthforecast metadata log that could not be read (skipped).",
+                &self.unreadable,
+            ),
+            (
+                "apply_retries",
+                "Ops of the growthforecast metadata log this node failed to apply and retried.",
+                &self.retries,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP sumi_gf_log_{name}_total {help}\n# TYPE sumi_gf_log_{name}_total counter\n\
+                 sumi_gf_log_{name}_total {}",
+                v.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
 /// Why a node's database cannot be the replica of the metadata log.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplierError {
@@ -230,7 +288,7 @@ pub struct Applier {
     node_id: u32,
     waiters: Arc<Waiters>,
     next: i64,
-    skipped: u64,
+    stats: Arc<LogStats>,
 }
 
 impl Applier {
@@ -288,6 +346,8 @@ impl Applier {
         tx.commit()
             .map_err(|e| DbError::sql("opening the log applier", e))?;
         drop(conn);
+        let stats = Arc::new(LogStats::default());
+        stats.next_offset.store(next, Ordering::Relaxed);
         Ok(Applier {
             db: db.reopen()?,
             store,
@@ -295,7 +355,7 @@ impl Applier {
             node_id,
             waiters,
             next,
-            skipped: 0,
+            stats,
         })
     }
 
@@ -304,9 +364,9 @@ impl Applier {
         self.next
     }
 
-    /// Messages that could not be read (logged and skipped, on every node alike).
-    pub fn skipped(&self) -> u64 {
-        self.skipped
+    /// What it has done, for `/metrics`.
+    pub fn stats(&self) -> Arc<LogStats> {
+        self.stats.clone()
     }
 
     /// Applies the message at `offset` and stores `offset + 1` in the same
@@ -322,7 +382,7 @@ impl Applier {
             Ok(m) => Some(m),
             Err(e) => {
                 warn!(offset, error = %e, "skipping an unreadable growthforecast op");
-                self.skipped += 1;
+                self.stats.unreadable.fetch_add(1, Ordering::Relaxed);
                 None
             }
         };
@@ -335,6 +395,7 @@ impl Applier {
             // nothing of a failed op stays
             self.sql("ROLLBACK", "rolling back an op")?;
             if !same_everywhere(e) {
+                self.stats.retries.fetch_add(1, Ordering::Relaxed);
                 return Err(GfError::Internal(format!("applying op {offset}: {e}")));
             }
             self.sql("BEGIN IMMEDIATE", "starting an op")?;
@@ -348,9 +409,16 @@ impl Applier {
         });
         if let Err(e) = stored {
             let _ = self.sql("ROLLBACK", "rolling back an op");
+            self.stats.retries.fetch_add(1, Ordering::Relaxed);
             return Err(DbError::sql("committing an op", e).into());
         }
         self.next = offset + 1;
+        self.stats.next_offset.store(self.next, Ordering::Relaxed);
+        match (&msg, &outcome) {
+            (Some(_), Ok(_)) => self.stats.applied.fetch_add(1, Ordering::Relaxed),
+            (Some(_), Err(_)) => self.stats.failed.fetch_add(1, Ordering::Relaxed),
+            (None, _) => 0,
+        };
         if let Some(m) = msg {
             if m.origin == self.node_id {
                 self.waiters.answer(m.seq, outcome);
