@@ -66,7 +66,8 @@ impl Detector {
     /// The state as bytes (format in the module doc).
     pub fn save(&self) -> Vec<u8> {
         let st = &self.st;
-        let mut b = Vec::with_capacity(64 + st.ring.len() * 8 + st.table.len());
+        let table_len = 1usize << self.config().table_bits;
+        let mut b = Vec::with_capacity(64 + st.ring.len() * 8 + table_len);
         b.extend_from_slice(MAGIC);
         let two = self.config().two_stage();
         b.push(if two { VERSION_TWO_STAGE } else { VERSION });
@@ -86,7 +87,12 @@ impl Detector {
         }
         b.extend_from_slice(&(st.bins.len() as u32).to_le_bytes());
         b.extend(st.bins.iter().map(|&v| v as u8));
-        b.extend_from_slice(&st.table);
+        if st.table.is_empty() {
+            // not allocated yet: all 0, saved at its full size as always
+            b.resize(b.len() + table_len, 0);
+        } else {
+            b.extend_from_slice(&st.table);
+        }
         b.extend_from_slice(&st.inserts.to_le_bytes());
         b.extend_from_slice(&st.since_alarm.to_le_bytes());
         for p in st.peak {
@@ -221,7 +227,13 @@ impl Detector {
             }
             bins.push(v);
         }
-        let table = r.take(1 << cfg.table_bits)?.to_vec();
+        let table = r.take(1 << cfg.table_bits)?;
+        // all 0 reads as the empty table (`State::table`): allocated at the next insertion
+        let table = if table.iter().all(|&c| c == 0) {
+            Vec::new()
+        } else {
+            table.to_vec()
+        };
         let inserts = r.u64()?;
         let since_alarm = r.u64()?;
         let mut peak = [0.0; VIEWS];

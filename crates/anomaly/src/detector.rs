@@ -147,7 +147,11 @@ pub(crate) struct State {
     pub(crate) head: usize,
     /// The last `context - 1` quantised values, oldest first.
     pub(crate) bins: Bins,
-    /// Context counts (saturating), halved every `table.len() * 4` insertions.
+    /// Context counts (saturating), halved every `(1 << table_bits) * 4` insertions.
+    /// Empty until the first insertion (an empty table reads as all 0): a series
+    /// watched by a two-stage detector may take thousands of points before its second
+    /// stage inserts a context, and 100,000 such series would otherwise hold 200 MB of
+    /// zeros (saved as its full size either way).
     pub(crate) table: Vec<u8>,
     pub(crate) inserts: u64,
     /// Accepted points since the last alarm (saturating).
@@ -185,7 +189,7 @@ pub(crate) struct State {
 /// `repr(C)`, in the order a point reads them, with the detector's settings pointer
 /// just before it ([`Detector`] is `repr(C)` too): a point of a two-stage detector
 /// touches three adjacent cache lines of its series' state, which the server fetches
-/// ahead of the point (`Detector::hot_state`).
+/// ahead of the point ([`Detector::hot_bytes`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[repr(C)]
 pub(crate) struct Gate {
@@ -264,7 +268,8 @@ impl Detector {
             ring: Vec::new(),
             head: 0,
             bins: Bins::default(),
-            table: vec![0; 1 << cfg.table_bits],
+            // allocated at the first insertion ([`State::table`])
+            table: Vec::new(),
             inserts: 0,
             since_alarm: u64::MAX,
             peak: [0.0; VIEWS],
@@ -272,7 +277,8 @@ impl Detector {
             novel_slow: 0.0,
             usual_step: 0.0,
             first_ts: 0,
-            profile: Vec::with_capacity(cfg.season_bins()),
+            // allocated at the first point the seasonal view learns from
+            profile: Vec::new(),
             resid_fast: 0.0,
             resid_usual: 0.0,
             resid_n: 0,
@@ -356,19 +362,19 @@ impl Detector {
             + self.cfg.season_bins() * std::mem::size_of::<(f64, u8)>()
     }
 
-    /// Reads a word of each cache line a point of this detector reads first (for a
-    /// two-stage detector: its settings pointer and first stage, three lines, see
-    /// [`Gate`]). A caller with many series to update can call it on each of them
-    /// first, so their state comes in from memory at once (the loads overlap), and
-    /// then update them one by one. Changes nothing; pass the result to
-    /// [`std::hint::black_box`].
-    pub fn warm(&self) -> u64 {
-        let cfg = std::sync::Arc::as_ptr(&self.cfg) as u64;
-        if self.cfg.two_stage() {
-            let g = &self.gate;
-            cfg ^ g.seen ^ g.since_alarm ^ g.zs[4].to_bits()
+    /// How many bytes from the start of the detector the next point reads and writes
+    /// (its window, table and profile are elsewhere): for a two-stage detector whose
+    /// block does not end with that point, its settings pointer and its first stage
+    /// ([`Gate`], laid out right after the pointer, up to its count of ignored points,
+    /// which only an ignored point reads); otherwise the whole struct. A caller with
+    /// many series to update can ask the CPU to fetch these bytes of each of them
+    /// ahead (a prefetch), so the state of many series comes in from memory at once
+    /// instead of one after another.
+    pub fn hot_bytes(&self) -> usize {
+        if self.cfg.two_stage() && (self.gate.count as usize + 1) < self.cfg.block {
+            std::mem::offset_of!(Detector, gate) + std::mem::offset_of!(Gate, ignored)
         } else {
-            cfg ^ self.st.seen ^ self.st.since_alarm
+            std::mem::size_of::<Detector>()
         }
     }
 
@@ -658,7 +664,12 @@ impl Detector {
         };
 
         let key = self.context_key(self.quantise(x, med, spread));
-        let novel = if self.st.table[key] == 0 { 1.0 } else { 0.0 };
+        // an empty table (nothing inserted yet) reads as all 0
+        let novel = if self.st.table.get(key).is_none_or(|&c| c == 0) {
+            1.0
+        } else {
+            0.0
+        };
         self.st.novel_fast += (novel - self.st.novel_fast) / 8.0;
         let z_pattern = cfg.pattern_weight * self.st.novel_fast
             / self.st.novel_slow.max(0.02)
@@ -767,6 +778,9 @@ impl Detector {
             let bin = self.quantise(x, med, spread);
             if self.st.bins.len() + 1 >= self.cfg.context {
                 let key = self.context_key(bin);
+                if self.st.table.is_empty() {
+                    self.st.table = vec![0; 1 << self.cfg.table_bits];
+                }
                 let cell = &mut self.st.table[key];
                 *cell = cell.saturating_add(1);
                 self.st.inserts += 1;
