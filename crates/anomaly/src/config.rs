@@ -95,6 +95,10 @@ pub struct Config {
     /// longest such run seen so far (at least 16 points), at which its flatline check
     /// scores 0.5 (this check is not compared with past peaks: a run only grows).
     pub flat_half: f64,
+    /// Two-stage only: blocks after the second stage's warm-up during which it
+    /// learns (its views' past peaks too) but its scores do not count yet, so its
+    /// first scores are not measured against peaks that have seen almost nothing.
+    pub settle: usize,
 }
 
 impl Default for Config {
@@ -132,6 +136,7 @@ impl Default for Config {
             block: 0,
             gate_half: 14.0,
             flat_half: 1.5,
+            settle: 12,
         }
     }
 }
@@ -192,6 +197,7 @@ impl Config {
             "block" => self.block = num(key, value)?,
             "gate_half" => self.gate_half = num(key, value)?,
             "flat_half" => self.flat_half = num(key, value)?,
+            "settle" => self.settle = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -256,6 +262,9 @@ impl Config {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));
             }
+        }
+        if self.settle > 1 << 20 {
+            return bad("settle must be at most 1048576 blocks");
         }
         if self.block > 4096 {
             return bad("block must be 0..=4096 points");

@@ -213,7 +213,7 @@ fn two_stage_restart_continuity() {
         let mut first = Detector::new(cfg.clone());
         let mut got = run(&mut first, &points[..cut]);
         let saved = first.save();
-        assert_eq!(saved[7], 5, "a two-stage state is version 5");
+        assert_eq!(saved[7], 6, "a two-stage state is version 6");
         let mut second = Detector::restore(cfg.clone(), &saved).expect("restore");
         assert_eq!(second.save(), saved, "restored state saves back the same");
         got.extend(run(&mut second, &points[cut..]));
@@ -277,4 +277,43 @@ fn two_stage_restart_continuity() {
     assert_eq!(det.ignored(), 3 * ((points.len() as u64 - 1) / 97));
     assert_eq!(det.seen(), points.len() as u64);
     assert!(det.state_bytes() < 16 * 1024, "{} bytes", det.state_bytes());
+}
+
+/// A two-stage state saved before the block's extremes were kept (version 5) is still
+/// read: cut at a block's end (nothing of the block to lose) the scores continue
+/// exactly; cut inside a block they continue with scores in [0, 1] and the state
+/// saves as version 6.
+#[test]
+fn two_stage_version_5_state_is_read() {
+    /// The version-6 bytes as version 5 wrote them: no extremes (the 16 bytes before
+    /// the CRC), version byte 5, CRC recomputed.
+    fn as_version_5(v6: &[u8]) -> Vec<u8> {
+        let mut out = v6[..v6.len() - 4 - 16].to_vec();
+        out[7] = 5;
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+    let mut cfg = Config::default();
+    cfg.set("block", "16").expect("block");
+    let points = series(3000);
+    let mut straight = Detector::new(cfg.clone());
+    let expected = run(&mut straight, &points);
+    for cut in [16 * 40, 16 * 100, 16 * 101 + 5] {
+        let mut first = Detector::new(cfg.clone());
+        let mut got = run(&mut first, &points[..cut]);
+        let old = as_version_5(&first.save());
+        assert_eq!(old[7], 5);
+        let mut second = Detector::restore(cfg.clone(), &old).expect("restore version 5");
+        let resaved = second.save();
+        assert_eq!(resaved[7], 6, "saved back as version 6");
+        assert_eq!(as_version_5(&resaved), old);
+        got.extend(run(&mut second, &points[cut..]));
+        if cut % 16 == 0 {
+            assert_eq!(bits(&got), bits(&expected), "scores differ at {cut}");
+        } else {
+            assert!(got.iter().flatten().all(|s| (0.0..=1.0).contains(s)));
+            assert_eq!(got.len(), expected.len());
+        }
+    }
 }
