@@ -6,6 +6,15 @@ use sumi_anomaly::{Config, DecodeError, Detector};
 
 /// A bumpy series with a few incidents, so every view and the alarm suppression have
 /// something to do.
+/// The single-stage design (`block = 0`, every point through the full detector), with
+/// the pattern weight it was measured with; the default is the two-stage design.
+fn single_stage() -> Config {
+    let mut cfg = Config::default();
+    cfg.set("block", "0").expect("block");
+    cfg.set("pattern_weight", "0.2").expect("pattern_weight");
+    cfg
+}
+
 fn series(n: usize) -> Vec<(i64, f64)> {
     let mut x: u64 = 42;
     (0..n)
@@ -38,7 +47,7 @@ fn bits(scores: &[Option<f64>]) -> Vec<Option<u64>> {
 #[test]
 fn restart_continuity() {
     let points = series(3000);
-    let mut straight = Detector::new(Config::default());
+    let mut straight = Detector::new(single_stage());
     let expected = run(&mut straight, &points);
     assert!(
         expected.iter().flatten().any(|&s| s >= 0.9),
@@ -46,11 +55,11 @@ fn restart_continuity() {
     );
     // Restart at several points: during warm-up, right after an incident, late on.
     for cut in [1, 10, 651, 1550, 2999] {
-        let mut first = Detector::new(Config::default());
+        let mut first = Detector::new(single_stage());
         let mut got = run(&mut first, &points[..cut]);
         let saved = first.save();
         drop(first);
-        let mut second = Detector::restore(Config::default(), &saved).expect("restore");
+        let mut second = Detector::restore(single_stage(), &saved).expect("restore");
         got.extend(run(&mut second, &points[cut..]));
         assert_eq!(
             bits(&got),
@@ -69,7 +78,7 @@ fn restart_continuity() {
 /// saved and restored mid-way, and its view scores before and after every cut.
 #[test]
 fn restart_continuity_with_season() {
-    let mut cfg = Config::default();
+    let mut cfg = single_stage();
     cfg.set("season", "600").expect("season");
     let points = series(3000);
     let mut straight = Detector::new(cfg.clone());
@@ -102,10 +111,10 @@ fn restart_continuity_with_season() {
 #[test]
 fn late_and_bad_points_are_ignored() {
     let points = series(2500);
-    let mut clean = Detector::new(Config::default());
+    let mut clean = Detector::new(single_stage());
     let expected = run(&mut clean, &points);
 
-    let mut det = Detector::new(Config::default());
+    let mut det = Detector::new(single_stage());
     let mut got = Vec::new();
     let mut ignored = 0;
     for (i, &(ts, v)) in points.iter().enumerate() {
@@ -134,35 +143,35 @@ fn late_and_bad_points_are_ignored() {
 
 #[test]
 fn damaged_state_is_refused() {
-    let mut det = Detector::new(Config::default());
+    let mut det = Detector::new(single_stage());
     run(&mut det, &series(700));
     let good = det.save();
-    assert!(Detector::restore(Config::default(), &good).is_ok());
+    assert!(Detector::restore(single_stage(), &good).is_ok());
 
     // Every single flipped byte is caught (CRC or header checks).
     for at in (0..good.len()).step_by(97) {
         let mut bad = good.clone();
         bad[at] ^= 0x40;
         assert!(
-            Detector::restore(Config::default(), &bad).is_err(),
+            Detector::restore(single_stage(), &bad).is_err(),
             "flipped byte at {at} accepted"
         );
     }
     for len in [0, 5, good.len() / 2, good.len() - 1] {
         assert!(
-            Detector::restore(Config::default(), &good[..len]).is_err(),
+            Detector::restore(single_stage(), &good[..len]).is_err(),
             "{len} bytes accepted"
         );
     }
     let mut wrong_magic = good.clone();
     wrong_magic[0] = b'X';
     assert_eq!(
-        Detector::restore(Config::default(), &wrong_magic).err(),
+        Detector::restore(single_stage(), &wrong_magic).err(),
         Some(DecodeError::BadMagic)
     );
     let other = Config {
         window: 128,
-        ..Config::default()
+        ..single_stage()
     };
     match Detector::restore(other, &good) {
         Err(DecodeError::ConfigMismatch { what: "window", .. }) => {}
@@ -172,7 +181,7 @@ fn damaged_state_is_refused() {
 
 #[test]
 fn state_is_bounded() {
-    let mut det = Detector::new(Config::default());
+    let mut det = Detector::new(single_stage());
     run(&mut det, &series(300));
     let small = det.save().len();
     run(&mut det, &series(3000)[300..]);
@@ -184,7 +193,7 @@ fn state_is_bounded() {
         det.state_bytes()
     );
     // Once the window is full, the state stops growing, however long the series.
-    let mut fresh = Detector::new(Config::default());
+    let mut fresh = Detector::new(single_stage());
     for p in &mut long {
         fresh.update(p.0, p.1);
     }
@@ -236,11 +245,11 @@ fn two_stage_restart_continuity() {
         }) => {}
         got => panic!("restored under block 8: {got:?}"),
     }
-    match Detector::restore(Config::default(), &saved) {
+    match Detector::restore(single_stage(), &saved) {
         Err(DecodeError::ConfigMismatch { what: "block", .. }) => {}
         got => panic!("restored single-stage: {got:?}"),
     }
-    let mut single = Detector::new(Config::default());
+    let mut single = Detector::new(single_stage());
     run(&mut single, &points[..100]);
     match Detector::restore(cfg.clone(), &single.save()) {
         Err(DecodeError::ConfigMismatch {
