@@ -1,7 +1,7 @@
 //! Fuzz target for the anomaly detector's saved state (`sumi_anomaly::codec`).
 //!
-//! - [`anomaly_state`] restores a detector from the input under the default settings
-//!   and under the two-stage ones (`block = 16`, state version 6, and the older
+//! - [`anomaly_state`] restores a detector from the input under the single-stage
+//!   settings (`block = 0`, state version 4) and under the two-stage ones (`block = 16`, state version 6, and the older
 //!   version 5). Accepted outcomes, anything else panics: a `DecodeError` with a
 //!   message; or a detector that saves back to exactly the input (a version-5 input:
 //!   to its version-6 form, which is the input again once [`as_version_5`] drops the
@@ -20,7 +20,15 @@ use sumi_anomaly::events::{event_id, Event, Tracker};
 use sumi_anomaly::state_file;
 use sumi_anomaly::{Config, Detector};
 
-/// The two-stage settings the seeds and the target use.
+/// The single-stage settings (state version 4): `block = 0`, as measured.
+fn single_stage() -> Config {
+    let mut cfg = Config::default();
+    cfg.set("block", "0").expect("block");
+    cfg.set("pattern_weight", "0.2").expect("pattern_weight");
+    cfg
+}
+
+/// The two-stage settings the seeds and the target use (the default's block).
 fn two_stage() -> Config {
     let mut cfg = Config::default();
     cfg.set("block", "16").expect("block");
@@ -28,7 +36,7 @@ fn two_stage() -> Config {
 }
 
 pub fn anomaly_state(data: &[u8]) {
-    restore_and_run(Config::default(), data);
+    restore_and_run(single_stage(), data);
     restore_and_run(two_stage(), data);
 }
 
@@ -74,10 +82,10 @@ pub fn as_version_5(v6: &[u8]) -> Vec<u8> {
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
     for (name, n, cfg) in [
-        ("empty", 0, Config::default()),
-        ("warmup", 20, Config::default()),
-        ("full", 600, Config::default()),
-        ("long", 1500, Config::default()),
+        ("empty", 0, single_stage()),
+        ("warmup", 20, single_stage()),
+        ("full", 600, single_stage()),
+        ("long", 1500, single_stage()),
         ("two-stage-warmup", 20, two_stage()),
         ("two-stage-long", 1500, two_stage()),
     ] {

@@ -99,6 +99,12 @@ pub struct Config {
     /// learns (its views' past peaks too) but its scores do not count yet, so its
     /// first scores are not measured against peaks that have seen almost nothing.
     pub settle: usize,
+    /// Two-stage only: the factor by which the second stage's views' past peaks
+    /// decay per block (`peak_decay` is per point, and applies to the first stage and
+    /// the single-stage detector). 0.9992 is about `peak_decay` (0.9998) to the 4th
+    /// power: a half-life of about 870 blocks (13,900 points at `block = 16`), where
+    /// `peak_decay` per block would make it 3,500 blocks (55,000 points).
+    pub block_peak_decay: f64,
 }
 
 impl Default for Config {
@@ -137,6 +143,7 @@ impl Default for Config {
             gate_half: 14.0,
             flat_half: 1.5,
             settle: 12,
+            block_peak_decay: 0.9992,
         }
     }
 }
@@ -198,6 +205,7 @@ impl Config {
             "gate_half" => self.gate_half = num(key, value)?,
             "flat_half" => self.flat_half = num(key, value)?,
             "settle" => self.settle = num(key, value)?,
+            "block_peak_decay" => self.block_peak_decay = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -256,6 +264,7 @@ impl Config {
             ("alarm", self.alarm),
             ("damp", self.damp),
             ("peak_decay", self.peak_decay),
+            ("block_peak_decay", self.block_peak_decay),
             ("season_rate", self.season_rate),
             ("quiet", self.quiet),
         ] {

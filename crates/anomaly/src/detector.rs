@@ -718,6 +718,12 @@ impl Detector {
             z_season,
             z_local,
         ];
+        // The second stage's peaks decay per block (`block_peak_decay`).
+        let decay = if cfg.two_stage() {
+            cfg.block_peak_decay
+        } else {
+            cfg.peak_decay
+        };
         let raw = if cfg.peak_decay > 0.0 {
             let mut r: f64 = 0.0;
             if cfg.peak_per_view {
@@ -735,12 +741,12 @@ impl Detector {
                     } else {
                         *z
                     };
-                    *peak = (*peak * cfg.peak_decay).max(z);
+                    *peak = (*peak * decay).max(z);
                 }
             } else {
                 let z = zs.iter().fold(0.0f64, |a, &b| a.max(b));
                 r = z / self.st.peak[0].max(cfg.peak_floor);
-                self.st.peak[0] = (self.st.peak[0] * cfg.peak_decay).max(z);
+                self.st.peak[0] = (self.st.peak[0] * decay).max(z);
             }
             1.0 - (-r * r * std::f64::consts::LN_2).exp()
         } else {
