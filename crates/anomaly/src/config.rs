@@ -81,12 +81,15 @@ pub struct Config {
     /// scored point and no stored score), so a calm series costs almost no writes.
     /// At most `alarm`; it does not change which points alarm.
     pub quiet: f64,
-    /// Two-stage detection when 2 or more (0 or 1: every point goes through the full
-    /// detector, as before). The first stage, a robust running level and deviation with
+    /// Two-stage detection when 2 or more (the default, 16; 0 or 1: every point goes
+    /// through the full detector, the single-stage design, measured with
+    /// `pattern_weight` 0.2). The first stage, a robust running level and deviation with
     /// gap and flatline checks (a few words of state, O(1)), scores every point; the
     /// full detector above (the second stage) sees the mean of each `block` consecutive
-    /// points, stamped with the last one's time, and its score is given to that last
-    /// point. The second stage's `warmup`, `suppress` and `short` count blocks.
+    /// points, stamped with the last one's time (its point views: the block's largest
+    /// or smallest value, whichever is further from their median), and its score is
+    /// given to that last point. The second stage's `warmup`, `suppress` and `short`
+    /// count blocks.
     pub block: usize,
     /// First stage: distance from the running level, in running deviations, at which
     /// its point check scores 0.5 (before the comparison with its own past peak).
