@@ -188,7 +188,7 @@ pub(crate) struct State {
 ///
 /// `repr(C)`, in the order a point reads them, with the detector's settings pointer
 /// just before it ([`Detector`] is `repr(C)` too): a point of a two-stage detector
-/// touches three adjacent cache lines of its series' state, which the server fetches
+/// touches four adjacent cache lines of its series' state, which the server fetches
 /// ahead of the point ([`Detector::hot_bytes`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[repr(C)]

@@ -188,7 +188,7 @@ enum Slot {
 ///
 /// `repr(C)` and cache-line aligned: what a point reads and writes (the first three
 /// fields, the detector's settings pointer and, for a two-stage detector, its first
-/// stage) sits in the first three cache lines, which [`Engine::score`] fetches for
+/// stage) sits in the first four cache lines, which [`Engine::score`] fetches for
 /// many series at once before it updates them one by one
 /// ([`Watched::prefetch_first`]; a test checks that they fit).
 #[repr(C, align(64))]
@@ -220,7 +220,7 @@ impl Watched {
     /// The first lines of a watched series' state, which every point reads: this
     /// struct's first fields, the detector's settings pointer and (two-stage) first
     /// stage. See [`Watched::prefetch_rest`] for the rest.
-    const FIRST_BYTES: usize = 192;
+    const FIRST_BYTES: usize = 256;
 
     /// Starts loading [`Watched::FIRST_BYTES`], reading nothing of it.
     fn prefetch_first(&self) {
@@ -899,7 +899,9 @@ mod tests {
             Watched::FIRST_BYTES
         );
         assert_eq!(std::mem::align_of::<Watched>(), 64);
-        let single = Detector::new(Config::default());
+        let mut cfg = Config::default();
+        cfg.set("block", "0").expect("block");
+        let single = Detector::new(cfg);
         assert!(std::mem::offset_of!(Watched, det) + single.hot_bytes() > Watched::FIRST_BYTES);
     }
 }
