@@ -207,6 +207,10 @@ pub(crate) struct Gate {
     pub(crate) peak: f64,
     /// Sum and count of the points of the block being filled.
     pub(crate) sum: f64,
+    /// Largest and smallest value of the block being filled (the second stage's point
+    /// views see the one further from their median; meaningless while `count` is 0).
+    pub(crate) hi: f64,
+    pub(crate) lo: f64,
     /// Accepted points since the last alarm (saturating).
     pub(crate) since_alarm: u64,
     pub(crate) count: u32,
@@ -379,7 +383,7 @@ impl Detector {
         if self.cfg.two_stage() {
             return self.update_two(ts, value);
         }
-        self.update_full(ts, value)
+        self.update_full(ts, value, None)
             .map(|s| if s < self.cfg.quiet { 0.0 } else { s })
     }
 
@@ -475,12 +479,23 @@ impl Detector {
         g.last_ts = Some(ts);
         g.seen += 1;
         g.sum += x;
+        if g.count == 0 {
+            (g.hi, g.lo) = (x, x);
+        } else {
+            g.hi = g.hi.max(x);
+            g.lo = g.lo.min(x);
+        }
         g.count += 1;
         let second = if g.count as usize >= cfg.block {
             let mean = g.sum / g.count as f64;
+            let extremes = (g.hi, g.lo);
             g.sum = 0.0;
             g.count = 0;
-            self.update_full(ts, mean)
+            // The second stage settles (learns, its peaks too) for `settle` blocks
+            // after its warm-up before its scores count.
+            let settled = self.st.seen >= (cfg.warmup + cfg.settle) as u64;
+            self.update_full(ts, mean, Some(extremes))
+                .filter(|_| settled)
         } else {
             None
         };
@@ -507,8 +522,11 @@ impl Detector {
         Some(if out < cfg.quiet { 0.0 } else { out })
     }
 
-    /// The full detector's update: the score before `quiet`.
-    fn update_full(&mut self, ts: i64, value: f64) -> Option<f64> {
+    /// The full detector's update: the score before `quiet`. `extremes` (the second
+    /// stage's: the block's largest and smallest value, `value` being its mean) are
+    /// what its point and local views measure, so a spike inside a block is not
+    /// averaged away; everything else sees and learns `value`.
+    fn update_full(&mut self, ts: i64, value: f64, extremes: Option<(f64, f64)>) -> Option<f64> {
         if !value.is_finite() || self.st.last_ts.is_some_and(|last| ts <= last) {
             self.st.ignored += 1;
             return None;
@@ -517,7 +535,7 @@ impl Detector {
         let stats = (!self.st.ring.is_empty()).then(|| self.level_and_spread());
         let score = match stats {
             Some((med, spread)) if self.st.seen >= self.cfg.warmup as u64 => {
-                Some(self.score(ts, value, dt, med, spread))
+                Some(self.score(ts, value, extremes, dt, med, spread))
             }
             _ => {
                 self.zs = None;
@@ -631,7 +649,15 @@ impl Detector {
         *usual += resid * self.cfg.season_rate.max(1.0 / *n as f64);
     }
 
-    fn score(&mut self, ts: i64, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
+    fn score(
+        &mut self,
+        ts: i64,
+        x: f64,
+        extremes: Option<(f64, f64)>,
+        dt: Option<f64>,
+        med: f64,
+        spread: f64,
+    ) -> f64 {
         let cfg = &self.cfg;
 
         let short = cfg.short.min(self.st.ring.len() + 1);
@@ -666,11 +692,22 @@ impl Detector {
         self.st.novel_slow += (novel - self.st.novel_slow) / 1024.0;
 
         let (z_season, _) = self.season_z(ts, x, eps);
-        let z_local = self.local_z(x, spread, eps);
+        // The point views measure the block's value furthest from their own median.
+        let furthest = |m: f64| match extremes {
+            Some((hi, lo)) if (lo - m).abs() > (hi - m).abs() => lo,
+            Some((hi, _)) => hi,
+            None => x,
+        };
+        let x_point = furthest(med);
+        let x_local = match self.local_sorted.get(self.local_sorted.len() / 2) {
+            Some(&m) => furthest(m),
+            None => x,
+        };
+        let z_local = self.local_z(x_local, spread, eps);
         let cfg = &self.cfg;
 
         let zs = [
-            (x - med).abs() / spread / cfg.point_half,
+            (x_point - med).abs() / spread / cfg.point_half,
             (sum / short as f64 - med).abs() / spread / cfg.level_half,
             z_spread,
             z_pattern,
@@ -681,6 +718,12 @@ impl Detector {
             z_season,
             z_local,
         ];
+        // The second stage's peaks decay per block (`block_peak_decay`).
+        let decay = if cfg.two_stage() {
+            cfg.block_peak_decay
+        } else {
+            cfg.peak_decay
+        };
         let raw = if cfg.peak_decay > 0.0 {
             let mut r: f64 = 0.0;
             if cfg.peak_per_view {
@@ -698,12 +741,12 @@ impl Detector {
                     } else {
                         *z
                     };
-                    *peak = (*peak * cfg.peak_decay).max(z);
+                    *peak = (*peak * decay).max(z);
                 }
             } else {
                 let z = zs.iter().fold(0.0f64, |a, &b| a.max(b));
                 r = z / self.st.peak[0].max(cfg.peak_floor);
-                self.st.peak[0] = (self.st.peak[0] * cfg.peak_decay).max(z);
+                self.st.peak[0] = (self.st.peak[0] * decay).max(z);
             }
             1.0 - (-r * r * std::f64::consts::LN_2).exp()
         } else {
