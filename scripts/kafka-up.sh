@@ -94,6 +94,7 @@ auto.create.topics.enable=false
 broker.session.timeout.ms=2000
 broker.heartbeat.interval.ms=500
 log.segment.bytes=67108864
+${KAFKA_SETTINGS:-}
 PROPS
   # the brokers' storage is formatted in parallel (a JVM each, seconds on a busy machine)
   java -cp "$libs/*" -Dlog4j2.configurationFile="$dir/log4j2.properties" \
@@ -102,7 +103,7 @@ PROPS
   formats+=($!)
   cat >"$b/run.sh" <<RUN
 #!/usr/bin/env bash
-exec java ${KAFKA_HEAP:--Xms256m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \\
+exec java ${KAFKA_HEAP:--Xms256m -Xmx512m} ${KAFKA_GC:--XX:+UseG1GC -XX:MaxGCPauseMillis=20} ${KAFKA_JVM_OPTS:-} \\
   -Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.properties" \\
   -cp "$libs/*" kafka.Kafka "$b/server.properties"
 RUN
