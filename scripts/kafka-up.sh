@@ -12,7 +12,10 @@
 #   KAFKA1_ADDR=127.0.0.1:P1   KAFKA1_PID=...   (one pair per broker)
 #
 # scripts/kafka-node.sh starts, stops or kills one broker; scripts/kafka-down.sh stops
-# them all. KAFKA_HEAP overrides the JVM heap flags (default -Xms256m -Xmx512m).
+# them all. KAFKA_HEAP overrides the JVM heap flags (default -Xms256m -Xmx512m),
+# KAFKA_GC the collector's (default -XX:+UseG1GC -XX:MaxGCPauseMillis=20); KAFKA_JVM_OPTS
+# adds JVM flags (e.g. -XX:+PrintCompilation) and KAFKA_SETTINGS lines to every broker's
+# server.properties (e.g. num.io.threads=2), for trying settings without editing this.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 
