@@ -1,10 +1,12 @@
 //! Fuzz target for the anomaly detector's saved state (`sumi_anomaly::codec`).
 //!
-//! - [`anomaly_state`] restores a detector from the input under the default settings
-//!   and under the two-stage ones (`block = 16`, state version 5).
-//!   Accepted outcomes, anything else panics: a `DecodeError` with a message; or a
-//!   detector that saves back to exactly the input and then scores further points with
-//!   scores in `[0, 1]` (or `None`) without panicking.
+//! - [`anomaly_state`] restores a detector from the input under the single-stage
+//!   settings (`block = 0`, state version 4) and under the two-stage ones (`block = 16`, state version 6, and the older
+//!   version 5). Accepted outcomes, anything else panics: a `DecodeError` with a
+//!   message; or a detector that saves back to exactly the input (a version-5 input:
+//!   to its version-6 form, which is the input again once [`as_version_5`] drops the
+//!   block's extremes) and then scores further points with scores in `[0, 1]` (or
+//!   `None`) without panicking.
 //!
 //! - [`anomaly_state_file`] decodes the input as the server's file of many series'
 //!   states (`sumi_anomaly::state_file`). Accepted outcomes: an error with a message
@@ -18,7 +20,15 @@ use sumi_anomaly::events::{event_id, Event, Tracker};
 use sumi_anomaly::state_file;
 use sumi_anomaly::{Config, Detector};
 
-/// The two-stage settings the seeds and the target use.
+/// The single-stage settings (state version 4): `block = 0`, as measured.
+fn single_stage() -> Config {
+    let mut cfg = Config::default();
+    cfg.set("block", "0").expect("block");
+    cfg.set("pattern_weight", "0.2").expect("pattern_weight");
+    cfg
+}
+
+/// The two-stage settings the seeds and the target use (the default's block).
 fn two_stage() -> Config {
     let mut cfg = Config::default();
     cfg.set("block", "16").expect("block");
@@ -26,7 +36,7 @@ fn two_stage() -> Config {
 }
 
 pub fn anomaly_state(data: &[u8]) {
-    restore_and_run(Config::default(), data);
+    restore_and_run(single_stage(), data);
     restore_and_run(two_stage(), data);
 }
 
@@ -34,11 +44,17 @@ fn restore_and_run(cfg: Config, data: &[u8]) {
     match Detector::restore(cfg, data) {
         Err(e) => assert!(!e.to_string().is_empty()),
         Ok(mut det) => {
-            assert_eq!(
-                det.save(),
-                data,
-                "restored state does not save back the same"
-            );
+            let saved = det.save();
+            if data.get(7) == Some(&5) {
+                assert_eq!(saved[7], 6, "a version-5 state saves as version 6");
+                assert_eq!(
+                    as_version_5(&saved),
+                    data,
+                    "restored version-5 state does not save back the same"
+                );
+            } else {
+                assert_eq!(saved, data, "restored state does not save back the same");
+            }
             let start = 1_000_000_000i64;
             for i in 0..64i64 {
                 let v = if i % 7 == 0 { 1e12 } else { (i as f64).sin() };
@@ -50,15 +66,26 @@ fn restore_and_run(cfg: Config, data: &[u8]) {
     }
 }
 
+/// A two-stage state of version 6 as version 5 wrote it: without the unfinished
+/// block's largest and smallest value (the 16 bytes before the CRC).
+pub fn as_version_5(v6: &[u8]) -> Vec<u8> {
+    let body = &v6[..v6.len() - 4 - 16];
+    let mut out = body.to_vec();
+    out[7] = 5;
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// Saved states after 0, 20, 600 and 1,500 points of a bumpy series, single-stage
-/// and two-stage.
+/// and two-stage (version 6, and 1,500 points cut inside a block as version 5).
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
     for (name, n, cfg) in [
-        ("empty", 0, Config::default()),
-        ("warmup", 20, Config::default()),
-        ("full", 600, Config::default()),
-        ("long", 1500, Config::default()),
+        ("empty", 0, single_stage()),
+        ("warmup", 20, single_stage()),
+        ("full", 600, single_stage()),
+        ("long", 1500, single_stage()),
         ("two-stage-warmup", 20, two_stage()),
         ("two-stage-long", 1500, two_stage()),
     ] {
@@ -69,6 +96,12 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         }
         out.push((name, det.save()));
     }
+    let mut det = Detector::new(two_stage());
+    for i in 0..1500 + 7 {
+        let v = 10.0 * (i as f64 / 30.0).sin() + if i % 400 == 399 { 50.0 } else { 0.0 };
+        det.update(i as i64 * 60, v);
+    }
+    out.push(("two-stage-v5", as_version_5(&det.save())));
     out
 }
 

@@ -12,14 +12,18 @@
 //! profile_len × u8 (points learnt per profile bin)
 //! resid_fast f64 | resid_usual f64 | resid_n u32
 //! has_first_scored u8 | first_scored i64
-//! (version 5 only, two-stage detectors: the first stage)
+//! (versions 5 and 6, two-stage detectors: the first stage)
 //!   block u32 | has_last_ts u8 | last_ts i64 | seen u64 | ignored u64 | step f64
 //!   level f64 | dev f64 | prev f64 | jump f64 | jump_fast f64 | peak f64 | sum f64 | count u32
 //!   flat_run u32 | flat_max u32 | since_alarm u64 | has_first_scored u8 | first_scored i64
+//!   (version 6 only) hi f64 | lo f64       the unfinished block's largest and smallest value
 //! crc32c u32 of everything before it
 //! ```
 //! A single-stage detector (`Config::block` 0 or 1) is saved as version 4, exactly as
-//! before the two-stage design existed; a two-stage one as version 5.
+//! before the two-stage design existed; a two-stage one as version 6. Version 5 (a
+//! two-stage state saved before the block's extremes were kept) is still read: the
+//! unfinished block's extremes are taken as its mean so far, which changes at most the
+//! second stage's point views for that one block; it is saved back as version 6.
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
 //!
@@ -36,7 +40,9 @@ use crate::detector::{Detector, State, VIEWS};
 const MAGIC: &[u8; 7] = b"SUMIANO";
 const VERSION: u8 = 4;
 /// Two-stage detectors: version 4 followed by the first stage.
-const VERSION_TWO_STAGE: u8 = 5;
+const VERSION_TWO_STAGE: u8 = 6;
+/// Two-stage detectors before the block's extremes were saved (read, not written).
+const VERSION_TWO_STAGE_5: u8 = 5;
 
 /// Why saved state could not be restored.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -46,7 +52,7 @@ pub enum DecodeError {
     #[error("anomaly state: bad magic (not a detector state)")]
     BadMagic,
     #[error(
-        "anomaly state: version {0} is not supported (this build reads version {VERSION} only, and {VERSION_TWO_STAGE} for two-stage detectors; \
+        "anomaly state: version {0} is not supported (this build reads version {VERSION} only, and {VERSION_TWO_STAGE_5} or {VERSION_TWO_STAGE} for two-stage detectors; \
          state saved by another build is relearnt or rebuilt from stored history)"
     )]
     Version(u8),
@@ -66,7 +72,8 @@ impl Detector {
     /// The state as bytes (format in the module doc).
     pub fn save(&self) -> Vec<u8> {
         let st = &self.st;
-        let mut b = Vec::with_capacity(64 + st.ring.len() * 8 + st.table.len());
+        let table_len = 1usize << self.config().table_bits;
+        let mut b = Vec::with_capacity(64 + st.ring.len() * 8 + table_len);
         b.extend_from_slice(MAGIC);
         let two = self.config().two_stage();
         b.push(if two { VERSION_TWO_STAGE } else { VERSION });
@@ -86,7 +93,12 @@ impl Detector {
         }
         b.extend_from_slice(&(st.bins.len() as u32).to_le_bytes());
         b.extend(st.bins.iter().map(|&v| v as u8));
-        b.extend_from_slice(&st.table);
+        if st.table.is_empty() {
+            // not allocated yet: all 0, saved at its full size as always
+            b.resize(b.len() + table_len, 0);
+        } else {
+            b.extend_from_slice(&st.table);
+        }
         b.extend_from_slice(&st.inserts.to_le_bytes());
         b.extend_from_slice(&st.since_alarm.to_le_bytes());
         for p in st.peak {
@@ -133,6 +145,9 @@ impl Detector {
             b.extend_from_slice(&g.since_alarm.to_le_bytes());
             b.push(u8::from(g.first_scored.is_some()));
             b.extend_from_slice(&g.first_scored.unwrap_or(0).to_le_bytes());
+            for v in [g.hi, g.lo] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
         }
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
@@ -157,7 +172,7 @@ impl Detector {
             return Err(DecodeError::BadMagic);
         }
         let version = r.u8()?;
-        if version != VERSION && version != VERSION_TWO_STAGE {
+        if version != VERSION && version != VERSION_TWO_STAGE && version != VERSION_TWO_STAGE_5 {
             return Err(DecodeError::Version(version));
         }
         let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
@@ -221,7 +236,13 @@ impl Detector {
             }
             bins.push(v);
         }
-        let table = r.take(1 << cfg.table_bits)?.to_vec();
+        let table = r.take(1 << cfg.table_bits)?;
+        // all 0 reads as the empty table (`State::table`): allocated at the next insertion
+        let table = if table.iter().all(|&c| c == 0) {
+            Vec::new()
+        } else {
+            table.to_vec()
+        };
         let inserts = r.u64()?;
         let since_alarm = r.u64()?;
         let mut peak = [0.0; VIEWS];
@@ -287,11 +308,8 @@ impl Detector {
             (1, t) => Some(t),
             _ => return Err(DecodeError::Invalid("bad first score time", r.at - 9)),
         };
-        let saved_block = if version == VERSION_TWO_STAGE {
-            r.u32()? as u64
-        } else {
-            0
-        };
+        let two_stage = version == VERSION_TWO_STAGE || version == VERSION_TWO_STAGE_5;
+        let saved_block = if two_stage { r.u32()? as u64 } else { 0 };
         let configured = if cfg.two_stage() { cfg.block as u64 } else { 0 };
         if saved_block != configured {
             return Err(DecodeError::ConfigMismatch {
@@ -300,8 +318,8 @@ impl Detector {
                 configured,
             });
         }
-        let gate = if version == VERSION_TWO_STAGE {
-            read_gate(&mut r, cfg.block)?
+        let gate = if two_stage {
+            read_gate(&mut r, cfg.block, version)?
         } else {
             crate::detector::Gate::default()
         };
@@ -336,8 +354,12 @@ impl Detector {
     }
 }
 
-/// The first stage of a version-5 state, after its `block`.
-fn read_gate(r: &mut Reader<'_>, block: usize) -> Result<crate::detector::Gate, DecodeError> {
+/// The first stage of a version-5 or -6 state, after its `block`.
+fn read_gate(
+    r: &mut Reader<'_>,
+    block: usize,
+    version: u8,
+) -> Result<crate::detector::Gate, DecodeError> {
     let at = r.at;
     let has_ts = r.u8()?;
     let ts = r.u64()? as i64;
@@ -378,6 +400,21 @@ fn read_gate(r: &mut Reader<'_>, block: usize) -> Result<crate::detector::Gate, 
         (1, t) => Some(t),
         _ => return Err(DecodeError::Invalid("bad first-stage first score time", at)),
     };
+    let (hi, lo) = if version == VERSION_TWO_STAGE_5 {
+        // not saved then: the block's mean so far stands in for both
+        let mean = if count > 0 { sum / count as f64 } else { 0.0 };
+        (mean, mean)
+    } else {
+        let hi = f64::from_bits(r.u64()?);
+        let lo = f64::from_bits(r.u64()?);
+        if !(hi.is_finite() && lo.is_finite()) || (count > 0 && lo > hi) {
+            return Err(DecodeError::Invalid(
+                "bad first-stage block extremes",
+                r.at - 16,
+            ));
+        }
+        (hi, lo)
+    };
     Ok(crate::detector::Gate {
         last_ts,
         seen,
@@ -390,6 +427,8 @@ fn read_gate(r: &mut Reader<'_>, block: usize) -> Result<crate::detector::Gate, 
         jump_fast,
         peak,
         sum,
+        hi,
+        lo,
         count,
         flat_run,
         flat_max,

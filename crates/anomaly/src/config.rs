@@ -81,12 +81,15 @@ pub struct Config {
     /// scored point and no stored score), so a calm series costs almost no writes.
     /// At most `alarm`; it does not change which points alarm.
     pub quiet: f64,
-    /// Two-stage detection when 2 or more (0 or 1: every point goes through the full
-    /// detector, as before). The first stage, a robust running level and deviation with
+    /// Two-stage detection when 2 or more (the default, 16; 0 or 1: every point goes
+    /// through the full detector, the single-stage design, measured with
+    /// `pattern_weight` 0.2). The first stage, a robust running level and deviation with
     /// gap and flatline checks (a few words of state, O(1)), scores every point; the
     /// full detector above (the second stage) sees the mean of each `block` consecutive
-    /// points, stamped with the last one's time, and its score is given to that last
-    /// point. The second stage's `warmup`, `suppress` and `short` count blocks.
+    /// points, stamped with the last one's time (its point views: the block's largest
+    /// or smallest value, whichever is further from their median), and its score is
+    /// given to that last point. The second stage's `warmup`, `suppress` and `short`
+    /// count blocks.
     pub block: usize,
     /// First stage: distance from the running level, in running deviations, at which
     /// its point check scores 0.5 (before the comparison with its own past peak).
@@ -95,6 +98,16 @@ pub struct Config {
     /// longest such run seen so far (at least 16 points), at which its flatline check
     /// scores 0.5 (this check is not compared with past peaks: a run only grows).
     pub flat_half: f64,
+    /// Two-stage only: blocks after the second stage's warm-up during which it
+    /// learns (its views' past peaks too) but its scores do not count yet, so its
+    /// first scores are not measured against peaks that have seen almost nothing.
+    pub settle: usize,
+    /// Two-stage only: the factor by which the second stage's views' past peaks
+    /// decay per block (`peak_decay` is per point, and applies to the first stage and
+    /// the single-stage detector). 0.9992 is about `peak_decay` (0.9998) to the 4th
+    /// power: a half-life of about 870 blocks (13,900 points at `block = 16`), where
+    /// `peak_decay` per block would make it 3,500 blocks (55,000 points).
+    pub block_peak_decay: f64,
 }
 
 impl Default for Config {
@@ -112,7 +125,7 @@ impl Default for Config {
             max_bin: 6,
             context: 3,
             table_bits: 11,
-            pattern_weight: 0.2,
+            pattern_weight: 0.1,
             pattern_half: 4.0,
             gap_half: 10.0,
             suppress: 75,
@@ -129,9 +142,11 @@ impl Default for Config {
             local: 64,
             local_half: 20.0,
             quiet: 0.3,
-            block: 0,
+            block: 16,
             gate_half: 14.0,
             flat_half: 1.5,
+            settle: 12,
+            block_peak_decay: 0.9992,
         }
     }
 }
@@ -192,6 +207,8 @@ impl Config {
             "block" => self.block = num(key, value)?,
             "gate_half" => self.gate_half = num(key, value)?,
             "flat_half" => self.flat_half = num(key, value)?,
+            "settle" => self.settle = num(key, value)?,
+            "block_peak_decay" => self.block_peak_decay = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -250,12 +267,16 @@ impl Config {
             ("alarm", self.alarm),
             ("damp", self.damp),
             ("peak_decay", self.peak_decay),
+            ("block_peak_decay", self.block_peak_decay),
             ("season_rate", self.season_rate),
             ("quiet", self.quiet),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("anomaly settings: {name} must be in [0, 1]"));
             }
+        }
+        if self.settle > 1 << 20 {
+            return bad("settle must be at most 1048576 blocks");
         }
         if self.block > 4096 {
             return bad("block must be 0..=4096 points");

@@ -147,7 +147,11 @@ pub(crate) struct State {
     pub(crate) head: usize,
     /// The last `context - 1` quantised values, oldest first.
     pub(crate) bins: Bins,
-    /// Context counts (saturating), halved every `table.len() * 4` insertions.
+    /// Context counts (saturating), halved every `(1 << table_bits) * 4` insertions.
+    /// Empty until the first insertion (an empty table reads as all 0): a series
+    /// watched by a two-stage detector may take thousands of points before its second
+    /// stage inserts a context, and 100,000 such series would otherwise hold 200 MB of
+    /// zeros (saved as its full size either way).
     pub(crate) table: Vec<u8>,
     pub(crate) inserts: u64,
     /// Accepted points since the last alarm (saturating).
@@ -184,8 +188,8 @@ pub(crate) struct State {
 ///
 /// `repr(C)`, in the order a point reads them, with the detector's settings pointer
 /// just before it ([`Detector`] is `repr(C)` too): a point of a two-stage detector
-/// touches three adjacent cache lines of its series' state, which the server fetches
-/// ahead of the point (`Detector::hot_state`).
+/// touches four adjacent cache lines of its series' state, which the server fetches
+/// ahead of the point ([`Detector::hot_bytes`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[repr(C)]
 pub(crate) struct Gate {
@@ -207,6 +211,10 @@ pub(crate) struct Gate {
     pub(crate) peak: f64,
     /// Sum and count of the points of the block being filled.
     pub(crate) sum: f64,
+    /// Largest and smallest value of the block being filled (the second stage's point
+    /// views see the one further from their median; meaningless while `count` is 0).
+    pub(crate) hi: f64,
+    pub(crate) lo: f64,
     /// Accepted points since the last alarm (saturating).
     pub(crate) since_alarm: u64,
     pub(crate) count: u32,
@@ -264,7 +272,8 @@ impl Detector {
             ring: Vec::new(),
             head: 0,
             bins: Bins::default(),
-            table: vec![0; 1 << cfg.table_bits],
+            // allocated at the first insertion ([`State::table`])
+            table: Vec::new(),
             inserts: 0,
             since_alarm: u64::MAX,
             peak: [0.0; VIEWS],
@@ -272,7 +281,8 @@ impl Detector {
             novel_slow: 0.0,
             usual_step: 0.0,
             first_ts: 0,
-            profile: Vec::with_capacity(cfg.season_bins()),
+            // allocated at the first point the seasonal view learns from
+            profile: Vec::new(),
             resid_fast: 0.0,
             resid_usual: 0.0,
             resid_n: 0,
@@ -356,19 +366,19 @@ impl Detector {
             + self.cfg.season_bins() * std::mem::size_of::<(f64, u8)>()
     }
 
-    /// Reads a word of each cache line a point of this detector reads first (for a
-    /// two-stage detector: its settings pointer and first stage, three lines, see
-    /// [`Gate`]). A caller with many series to update can call it on each of them
-    /// first, so their state comes in from memory at once (the loads overlap), and
-    /// then update them one by one. Changes nothing; pass the result to
-    /// [`std::hint::black_box`].
-    pub fn warm(&self) -> u64 {
-        let cfg = std::sync::Arc::as_ptr(&self.cfg) as u64;
-        if self.cfg.two_stage() {
-            let g = &self.gate;
-            cfg ^ g.seen ^ g.since_alarm ^ g.zs[4].to_bits()
+    /// How many bytes from the start of the detector the next point reads and writes
+    /// (its window, table and profile are elsewhere): for a two-stage detector whose
+    /// block does not end with that point, its settings pointer and its first stage
+    /// ([`Gate`], laid out right after the pointer, up to its count of ignored points,
+    /// which only an ignored point reads); otherwise the whole struct. A caller with
+    /// many series to update can ask the CPU to fetch these bytes of each of them
+    /// ahead (a prefetch), so the state of many series comes in from memory at once
+    /// instead of one after another.
+    pub fn hot_bytes(&self) -> usize {
+        if self.cfg.two_stage() && (self.gate.count as usize + 1) < self.cfg.block {
+            std::mem::offset_of!(Detector, gate) + std::mem::offset_of!(Gate, ignored)
         } else {
-            cfg ^ self.st.seen ^ self.st.since_alarm
+            std::mem::size_of::<Detector>()
         }
     }
 
@@ -379,7 +389,7 @@ impl Detector {
         if self.cfg.two_stage() {
             return self.update_two(ts, value);
         }
-        self.update_full(ts, value)
+        self.update_full(ts, value, None)
             .map(|s| if s < self.cfg.quiet { 0.0 } else { s })
     }
 
@@ -475,12 +485,23 @@ impl Detector {
         g.last_ts = Some(ts);
         g.seen += 1;
         g.sum += x;
+        if g.count == 0 {
+            (g.hi, g.lo) = (x, x);
+        } else {
+            g.hi = g.hi.max(x);
+            g.lo = g.lo.min(x);
+        }
         g.count += 1;
         let second = if g.count as usize >= cfg.block {
             let mean = g.sum / g.count as f64;
+            let extremes = (g.hi, g.lo);
             g.sum = 0.0;
             g.count = 0;
-            self.update_full(ts, mean)
+            // The second stage settles (learns, its peaks too) for `settle` blocks
+            // after its warm-up before its scores count.
+            let settled = self.st.seen >= (cfg.warmup + cfg.settle) as u64;
+            self.update_full(ts, mean, Some(extremes))
+                .filter(|_| settled)
         } else {
             None
         };
@@ -507,8 +528,11 @@ impl Detector {
         Some(if out < cfg.quiet { 0.0 } else { out })
     }
 
-    /// The full detector's update: the score before `quiet`.
-    fn update_full(&mut self, ts: i64, value: f64) -> Option<f64> {
+    /// The full detector's update: the score before `quiet`. `extremes` (the second
+    /// stage's: the block's largest and smallest value, `value` being its mean) are
+    /// what its point and local views measure, so a spike inside a block is not
+    /// averaged away; everything else sees and learns `value`.
+    fn update_full(&mut self, ts: i64, value: f64, extremes: Option<(f64, f64)>) -> Option<f64> {
         if !value.is_finite() || self.st.last_ts.is_some_and(|last| ts <= last) {
             self.st.ignored += 1;
             return None;
@@ -517,7 +541,7 @@ impl Detector {
         let stats = (!self.st.ring.is_empty()).then(|| self.level_and_spread());
         let score = match stats {
             Some((med, spread)) if self.st.seen >= self.cfg.warmup as u64 => {
-                Some(self.score(ts, value, dt, med, spread))
+                Some(self.score(ts, value, extremes, dt, med, spread))
             }
             _ => {
                 self.zs = None;
@@ -631,7 +655,15 @@ impl Detector {
         *usual += resid * self.cfg.season_rate.max(1.0 / *n as f64);
     }
 
-    fn score(&mut self, ts: i64, x: f64, dt: Option<f64>, med: f64, spread: f64) -> f64 {
+    fn score(
+        &mut self,
+        ts: i64,
+        x: f64,
+        extremes: Option<(f64, f64)>,
+        dt: Option<f64>,
+        med: f64,
+        spread: f64,
+    ) -> f64 {
         let cfg = &self.cfg;
 
         let short = cfg.short.min(self.st.ring.len() + 1);
@@ -658,7 +690,12 @@ impl Detector {
         };
 
         let key = self.context_key(self.quantise(x, med, spread));
-        let novel = if self.st.table[key] == 0 { 1.0 } else { 0.0 };
+        // an empty table (nothing inserted yet) reads as all 0
+        let novel = if self.st.table.get(key).is_none_or(|&c| c == 0) {
+            1.0
+        } else {
+            0.0
+        };
         self.st.novel_fast += (novel - self.st.novel_fast) / 8.0;
         let z_pattern = cfg.pattern_weight * self.st.novel_fast
             / self.st.novel_slow.max(0.02)
@@ -666,11 +703,22 @@ impl Detector {
         self.st.novel_slow += (novel - self.st.novel_slow) / 1024.0;
 
         let (z_season, _) = self.season_z(ts, x, eps);
-        let z_local = self.local_z(x, spread, eps);
+        // The point views measure the block's value furthest from their own median.
+        let furthest = |m: f64| match extremes {
+            Some((hi, lo)) if (lo - m).abs() > (hi - m).abs() => lo,
+            Some((hi, _)) => hi,
+            None => x,
+        };
+        let x_point = furthest(med);
+        let x_local = match self.local_sorted.get(self.local_sorted.len() / 2) {
+            Some(&m) => furthest(m),
+            None => x,
+        };
+        let z_local = self.local_z(x_local, spread, eps);
         let cfg = &self.cfg;
 
         let zs = [
-            (x - med).abs() / spread / cfg.point_half,
+            (x_point - med).abs() / spread / cfg.point_half,
             (sum / short as f64 - med).abs() / spread / cfg.level_half,
             z_spread,
             z_pattern,
@@ -681,6 +729,12 @@ impl Detector {
             z_season,
             z_local,
         ];
+        // The second stage's peaks decay per block (`block_peak_decay`).
+        let decay = if cfg.two_stage() {
+            cfg.block_peak_decay
+        } else {
+            cfg.peak_decay
+        };
         let raw = if cfg.peak_decay > 0.0 {
             let mut r: f64 = 0.0;
             if cfg.peak_per_view {
@@ -698,12 +752,12 @@ impl Detector {
                     } else {
                         *z
                     };
-                    *peak = (*peak * cfg.peak_decay).max(z);
+                    *peak = (*peak * decay).max(z);
                 }
             } else {
                 let z = zs.iter().fold(0.0f64, |a, &b| a.max(b));
                 r = z / self.st.peak[0].max(cfg.peak_floor);
-                self.st.peak[0] = (self.st.peak[0] * cfg.peak_decay).max(z);
+                self.st.peak[0] = (self.st.peak[0] * decay).max(z);
             }
             1.0 - (-r * r * std::f64::consts::LN_2).exp()
         } else {
@@ -767,6 +821,9 @@ impl Detector {
             let bin = self.quantise(x, med, spread);
             if self.st.bins.len() + 1 >= self.cfg.context {
                 let key = self.context_key(bin);
+                if self.st.table.is_empty() {
+                    self.st.table = vec![0; 1 << self.cfg.table_bits];
+                }
                 let cell = &mut self.st.table[key];
                 *cell = cell.saturating_add(1);
                 self.st.inserts += 1;

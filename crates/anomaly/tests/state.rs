@@ -6,6 +6,15 @@ use sumi_anomaly::{Config, DecodeError, Detector};
 
 /// A bumpy series with a few incidents, so every view and the alarm suppression have
 /// something to do.
+/// The single-stage design (`block = 0`, every point through the full detector), with
+/// the pattern weight it was measured with; the default is the two-stage design.
+fn single_stage() -> Config {
+    let mut cfg = Config::default();
+    cfg.set("block", "0").expect("block");
+    cfg.set("pattern_weight", "0.2").expect("pattern_weight");
+    cfg
+}
+
 fn series(n: usize) -> Vec<(i64, f64)> {
     let mut x: u64 = 42;
     (0..n)
@@ -38,7 +47,7 @@ fn bits(scores: &[Option<f64>]) -> Vec<Option<u64>> {
 #[test]
 fn restart_continuity() {
     let points = series(3000);
-    let mut straight = Detector::new(Config::default());
+    let mut straight = Detector::new(single_stage());
     let expected = run(&mut straight, &points);
     assert!(
         expected.iter().flatten().any(|&s| s >= 0.9),
@@ -46,11 +55,11 @@ fn restart_continuity() {
     );
     // Restart at several points: during warm-up, right after an incident, late on.
     for cut in [1, 10, 651, 1550, 2999] {
-        let mut first = Detector::new(Config::default());
+        let mut first = Detector::new(single_stage());
         let mut got = run(&mut first, &points[..cut]);
         let saved = first.save();
         drop(first);
-        let mut second = Detector::restore(Config::default(), &saved).expect("restore");
+        let mut second = Detector::restore(single_stage(), &saved).expect("restore");
         got.extend(run(&mut second, &points[cut..]));
         assert_eq!(
             bits(&got),
@@ -69,7 +78,7 @@ fn restart_continuity() {
 /// saved and restored mid-way, and its view scores before and after every cut.
 #[test]
 fn restart_continuity_with_season() {
-    let mut cfg = Config::default();
+    let mut cfg = single_stage();
     cfg.set("season", "600").expect("season");
     let points = series(3000);
     let mut straight = Detector::new(cfg.clone());
@@ -102,10 +111,10 @@ fn restart_continuity_with_season() {
 #[test]
 fn late_and_bad_points_are_ignored() {
     let points = series(2500);
-    let mut clean = Detector::new(Config::default());
+    let mut clean = Detector::new(single_stage());
     let expected = run(&mut clean, &points);
 
-    let mut det = Detector::new(Config::default());
+    let mut det = Detector::new(single_stage());
     let mut got = Vec::new();
     let mut ignored = 0;
     for (i, &(ts, v)) in points.iter().enumerate() {
@@ -134,35 +143,35 @@ fn late_and_bad_points_are_ignored() {
 
 #[test]
 fn damaged_state_is_refused() {
-    let mut det = Detector::new(Config::default());
+    let mut det = Detector::new(single_stage());
     run(&mut det, &series(700));
     let good = det.save();
-    assert!(Detector::restore(Config::default(), &good).is_ok());
+    assert!(Detector::restore(single_stage(), &good).is_ok());
 
     // Every single flipped byte is caught (CRC or header checks).
     for at in (0..good.len()).step_by(97) {
         let mut bad = good.clone();
         bad[at] ^= 0x40;
         assert!(
-            Detector::restore(Config::default(), &bad).is_err(),
+            Detector::restore(single_stage(), &bad).is_err(),
             "flipped byte at {at} accepted"
         );
     }
     for len in [0, 5, good.len() / 2, good.len() - 1] {
         assert!(
-            Detector::restore(Config::default(), &good[..len]).is_err(),
+            Detector::restore(single_stage(), &good[..len]).is_err(),
             "{len} bytes accepted"
         );
     }
     let mut wrong_magic = good.clone();
     wrong_magic[0] = b'X';
     assert_eq!(
-        Detector::restore(Config::default(), &wrong_magic).err(),
+        Detector::restore(single_stage(), &wrong_magic).err(),
         Some(DecodeError::BadMagic)
     );
     let other = Config {
         window: 128,
-        ..Config::default()
+        ..single_stage()
     };
     match Detector::restore(other, &good) {
         Err(DecodeError::ConfigMismatch { what: "window", .. }) => {}
@@ -172,7 +181,7 @@ fn damaged_state_is_refused() {
 
 #[test]
 fn state_is_bounded() {
-    let mut det = Detector::new(Config::default());
+    let mut det = Detector::new(single_stage());
     run(&mut det, &series(300));
     let small = det.save().len();
     run(&mut det, &series(3000)[300..]);
@@ -184,7 +193,7 @@ fn state_is_bounded() {
         det.state_bytes()
     );
     // Once the window is full, the state stops growing, however long the series.
-    let mut fresh = Detector::new(Config::default());
+    let mut fresh = Detector::new(single_stage());
     for p in &mut long {
         fresh.update(p.0, p.1);
     }
@@ -213,7 +222,7 @@ fn two_stage_restart_continuity() {
         let mut first = Detector::new(cfg.clone());
         let mut got = run(&mut first, &points[..cut]);
         let saved = first.save();
-        assert_eq!(saved[7], 5, "a two-stage state is version 5");
+        assert_eq!(saved[7], 6, "a two-stage state is version 6");
         let mut second = Detector::restore(cfg.clone(), &saved).expect("restore");
         assert_eq!(second.save(), saved, "restored state saves back the same");
         got.extend(run(&mut second, &points[cut..]));
@@ -236,11 +245,11 @@ fn two_stage_restart_continuity() {
         }) => {}
         got => panic!("restored under block 8: {got:?}"),
     }
-    match Detector::restore(Config::default(), &saved) {
+    match Detector::restore(single_stage(), &saved) {
         Err(DecodeError::ConfigMismatch { what: "block", .. }) => {}
         got => panic!("restored single-stage: {got:?}"),
     }
-    let mut single = Detector::new(Config::default());
+    let mut single = Detector::new(single_stage());
     run(&mut single, &points[..100]);
     match Detector::restore(cfg.clone(), &single.save()) {
         Err(DecodeError::ConfigMismatch {
@@ -277,4 +286,76 @@ fn two_stage_restart_continuity() {
     assert_eq!(det.ignored(), 3 * ((points.len() as u64 - 1) / 97));
     assert_eq!(det.seen(), points.len() as u64);
     assert!(det.state_bytes() < 16 * 1024, "{} bytes", det.state_bytes());
+}
+
+/// A two-stage state saved before the block's extremes were kept (version 5) is still
+/// read: cut at a block's end (nothing of the block to lose) the scores continue
+/// exactly; cut inside a block they continue with scores in [0, 1] and the state
+/// saves as version 6.
+#[test]
+fn two_stage_version_5_state_is_read() {
+    /// The version-6 bytes as version 5 wrote them: no extremes (the 16 bytes before
+    /// the CRC), version byte 5, CRC recomputed.
+    fn as_version_5(v6: &[u8]) -> Vec<u8> {
+        let mut out = v6[..v6.len() - 4 - 16].to_vec();
+        out[7] = 5;
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+    let mut cfg = Config::default();
+    cfg.set("block", "16").expect("block");
+    let points = series(3000);
+    let mut straight = Detector::new(cfg.clone());
+    let expected = run(&mut straight, &points);
+    for cut in [16 * 40, 16 * 100, 16 * 101 + 5] {
+        let mut first = Detector::new(cfg.clone());
+        let mut got = run(&mut first, &points[..cut]);
+        let old = as_version_5(&first.save());
+        assert_eq!(old[7], 5);
+        let mut second = Detector::restore(cfg.clone(), &old).expect("restore version 5");
+        let resaved = second.save();
+        assert_eq!(resaved[7], 6, "saved back as version 6");
+        assert_eq!(as_version_5(&resaved), old);
+        got.extend(run(&mut second, &points[cut..]));
+        if cut % 16 == 0 {
+            assert_eq!(bits(&got), bits(&expected), "scores differ at {cut}");
+        } else {
+            assert!(got.iter().flatten().all(|s| (0.0..=1.0).contains(s)));
+            assert_eq!(got.len(), expected.len());
+        }
+    }
+}
+
+/// The context table is allocated at its first insertion: before it the detector
+/// holds 2 KiB less, saves the same bytes as with a table of zeros, and a restored
+/// detector (table empty or not) saves back to the same bytes and scores alike.
+#[test]
+fn the_context_table_is_allocated_when_first_used() {
+    let points = series(400);
+    for cfg in [single_stage(), Config::default()] {
+        let table = 1usize << cfg.table_bits;
+        let mut det = Detector::new(cfg.clone());
+        let fresh = det.state_bytes();
+        // a point or two: nothing inserted yet in either design
+        run(&mut det, &points[..2]);
+        let early = det.save();
+        let restored = Detector::restore(cfg.clone(), &early).expect("restore");
+        assert_eq!(restored.save(), early, "an empty table saves as zeros");
+        run(&mut det, &points[2..]);
+        assert!(
+            det.state_bytes() >= fresh + table,
+            "{} against {fresh} + {table}",
+            det.state_bytes()
+        );
+        // the restored early detector goes on exactly as the one that never stopped
+        let mut again = Detector::restore(cfg.clone(), &early).expect("restore");
+        let mut straight = Detector::new(cfg.clone());
+        let want = bits(&run(&mut straight, &points));
+        let got = bits(&run(&mut again, &points[2..]));
+        assert_eq!(got, want[2..].to_vec());
+        let late = det.save();
+        let back = Detector::restore(cfg, &late).expect("restore");
+        assert_eq!(back.save(), late);
+    }
 }

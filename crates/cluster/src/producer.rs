@@ -14,7 +14,7 @@ use rdkafka::ClientContext;
 use sumi_model::{AppendOutcome, Batch, Clock, Sink, SinkError};
 
 use crate::config::ClusterConfig;
-use crate::record::{partition_for, RecordWriter, FLAG_GRAPH};
+use crate::record::{PrefixFnv, RecordWriter, FLAG_GRAPH};
 use crate::spill::{Spill, SpillEntry};
 
 /// One record stays well under Kafka's default 1 MiB message limit.
@@ -216,7 +216,7 @@ impl ProducerContext for Ctx {
     }
 }
 
-/// Sends every point to the partition of its series (see [`partition_for`]), one record
+/// Sends every point to the partition of its series (see [`partition_for`](crate::record::partition_for)), one record
 /// per partition and append (split at 256 KiB), through an idempotent producer with
 /// `acks=all`; `append` returns once Kafka has acknowledged every record — or, when
 /// Kafka has not within `append_timeout_ms` and a spill is configured, once the records
@@ -382,19 +382,20 @@ pub fn encode_records<'a>(
     let mut writers: Vec<Option<RecordWriter>> = Vec::new();
     writers.resize_with(partitions.max(1) as usize, || None);
     let mut out = Vec::new();
+    // the partition hash of each name continues from what it shares with the one before
+    let mut hasher = PrefixFnv::new();
     for (name, ts, value) in points {
-        let part = partition_for(name, partitions);
+        let part = hasher.partition(name, partitions);
         let w = writers[part as usize]
             .get_or_insert_with(|| RecordWriter::with_flags(version, flags, arrival));
         w.push(name, ts, value);
         if w.byte_len() >= MAX_RECORD_BYTES {
-            out.push((part, w.finish().to_vec()));
-            w.reset(arrival);
+            out.push((part, w.take(arrival)));
         }
     }
-    for (part, w) in writers.iter_mut().enumerate() {
-        if let Some(w) = w.as_mut().filter(|w| !w.is_empty()) {
-            out.push((part as u32, w.finish().to_vec()));
+    for (part, w) in writers.into_iter().enumerate() {
+        if let Some(w) = w.filter(|w| !w.is_empty()) {
+            out.push((part as u32, w.into_record()));
         }
     }
     out
@@ -566,7 +567,7 @@ impl KafkaSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::decode_into;
+    use crate::record::{decode_into, partition_for};
 
     /// A batch as an agent-like load sends it: hosts in turn, each host's metrics
     /// together, in the agent's (unsorted) order, short decimal values.
@@ -636,9 +637,10 @@ mod tests {
         }
     }
 
-    /// Cost and size of the records with and without the former sort by name. A
-    /// timing, not a check: `CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test -p sumi-cluster
-    /// --lib encode_cost -- --ignored --nocapture`.
+    /// Cost and size of the records with and without the former sort by name, and of
+    /// session 7's encoder (each name hashed whole, each record copied out) against the
+    /// prefix hash. A timing, not a check: `CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test -p
+    /// sumi-cluster --lib encode_cost -- --ignored --nocapture`.
     #[test]
     #[ignore = "a timing, not a check: see the doc lines above"]
     fn encode_cost() {
@@ -652,6 +654,42 @@ mod tests {
                 .and_then(|s| s.split_whitespace().next()?.parse().ok())
                 .unwrap_or(0)
         };
+        // session 7's encoder: the whole name hashed for each point, records copied out
+        let plain = |b: &Batch| {
+            let mut writers: Vec<Option<RecordWriter>> = (0..6).map(|_| None).collect();
+            for (n, p) in b.iter() {
+                let part = partition_for(n, 6) as usize;
+                writers[part]
+                    .get_or_insert_with(|| RecordWriter::with_flags(2, 0, 1))
+                    .push(n, p.ts, p.value);
+            }
+            let mut out = Vec::new();
+            for (part, w) in writers.iter_mut().enumerate() {
+                if let Some(w) = w.as_mut() {
+                    out.push((part as u32, w.finish().to_vec()));
+                }
+            }
+            out
+        };
+        let t = cpu_ns();
+        for _ in 0..reps {
+            std::hint::black_box(plain(&b));
+        }
+        let ns_plain = (cpu_ns() - t) as f64 / (reps * b.len()) as f64;
+        let t = cpu_ns();
+        for _ in 0..reps {
+            std::hint::black_box(encode_records(
+                b.iter().map(|(n, p)| (n, p.ts, p.value)),
+                6,
+                2,
+                0,
+                1,
+            ));
+        }
+        let ns_now = (cpu_ns() - t) as f64 / (reps * b.len()) as f64;
+        println!(
+            "whole-name hash and copies: {ns_plain:.1} ns/point; prefix hash: {ns_now:.1} ns/point"
+        );
         let run = |sorted: bool| {
             let t = cpu_ns();
             let mut bytes = 0;

@@ -76,7 +76,7 @@ mod metrics;
 mod options;
 mod part;
 mod partset;
-mod prefetch;
+pub mod prefetch;
 mod quarantine;
 mod read;
 mod retention;
