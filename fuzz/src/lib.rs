@@ -16,6 +16,7 @@ pub mod codec;
 pub mod dump;
 pub mod export_raw;
 pub mod fanout;
+pub mod gf_log;
 pub mod gf_meta;
 pub mod glob;
 pub mod import_values;
@@ -62,6 +63,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("anomaly_state_file", anomaly::anomaly_state_file),
     ("export_raw", export_raw::export_raw),
     ("gf_meta", gf_meta::gf_meta),
+    ("gf_log_op", gf_log::gf_log_op),
     ("partition_dump", dump::partition_dump),
     ("part_file", part::part_file),
 ];

@@ -9,6 +9,7 @@
 //! - [`spill`]: the ingest side's bounded on-disk spill, for appends Kafka does not take
 //!   in time, delivered in order when it is back.
 //! - [`config`]: the `[cluster]` section of `sumi.toml`.
+//! - [`meta_log`]: the metadata log (GrowthForecast's mutations, one partition).
 //!
 //! The client is `rdkafka` (librdkafka, built from the source its sys crate bundles):
 //! it has the idempotent producer the "acknowledged means never lost, never doubled in
@@ -16,6 +17,7 @@
 
 pub mod config;
 pub mod consumer;
+pub mod meta_log;
 pub mod producer;
 pub mod record;
 pub mod spill;

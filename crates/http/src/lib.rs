@@ -116,6 +116,9 @@ pub struct HttpOptions {
     pub limits: QueryLimits,
     /// Who may call what (default: [`auth::Auth::disabled`], every endpoint open).
     pub auth: Arc<auth::Auth>,
+    /// In a cluster: the metadata log GrowthForecast's mutations go through (see
+    /// [`growthforecast::replicated`]); `None` on a single node.
+    pub gf_log: Option<Arc<dyn growthforecast::replicated::OpLog>>,
 }
 
 impl Default for HttpOptions {
@@ -124,6 +127,7 @@ impl Default for HttpOptions {
             timezone: "UTC".to_string(),
             limits: QueryLimits::default(),
             auth: Arc::new(auth::Auth::disabled()),
+            gf_log: None,
         }
     }
 }
@@ -164,7 +168,16 @@ impl AppState {
     ) -> Result<AppState, HttpConfigError> {
         let tz = sumi_query::attime::lookup_timezone(&options.timezone)
             .ok_or_else(|| HttpConfigError::TimeZone(options.timezone.clone()))?;
-        let gf = growthforecast::Gf::open(data_dir, sink.clone(), gf_series)?;
+        let gf = match &options.gf_log {
+            None => growthforecast::Gf::open(data_dir, sink.clone(), gf_series)?,
+            Some(log) => growthforecast::Gf::open_logged(
+                data_dir,
+                store.clone(),
+                sink.clone(),
+                gf_series,
+                log.clone(),
+            )?,
+        };
         Ok(AppState {
             gf,
             sink,

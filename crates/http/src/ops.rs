@@ -23,6 +23,9 @@ pub fn prometheus(state: &AppState) -> Response {
     if let Some(feed) = &state.anomalies {
         feed.write_prometheus(&mut text);
     }
+    if let Some(gf_log) = state.gf.log_stats() {
+        gf_log.write_prometheus(&mut text);
+    }
     state.http_stats.write_prometheus(&mut text);
     state.auth.write_prometheus(&mut text);
     text.push_str("# TYPE sumi_uptime_seconds gauge\n");

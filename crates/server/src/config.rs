@@ -624,6 +624,8 @@ impl Config {
                 max_series: self.max_series_per_query,
             },
             auth: self.auth.clone(),
+            // a cluster node's is set when its metadata log is open (wire.rs)
+            gf_log: None,
         }
     }
 

@@ -19,6 +19,7 @@
 mod cluster_join;
 pub mod cluster_status;
 pub mod config;
+mod gf_log;
 
 mod anomaly;
 mod bind;

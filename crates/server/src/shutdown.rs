@@ -59,6 +59,7 @@ impl Running {
             let sink = cluster.sink;
             let consumer = cluster.consumer;
             let joiner = cluster.joiner;
+            let gf_applier = cluster.gf_applier;
             cluster
                 .join_stop
                 .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -67,6 +68,10 @@ impl Running {
                 // a copy stops between series; what it loaded is copied again at the
                 // next start (its offset was not saved)
                 if let Some(j) = joiner {
+                    let _ = j.join();
+                }
+                // between two ops: the next start resumes at the stored offset
+                if let Some(j) = gf_applier {
                     let _ = j.join();
                 }
                 let taken = consumer.lock().take();

@@ -50,6 +50,10 @@ pub(crate) struct ClusterNode {
     /// The thread copying them and waiting for their catch-up, and its stop switch.
     pub(crate) joiner: Option<std::thread::JoinHandle<()>>,
     pub(crate) join_stop: Arc<std::sync::atomic::AtomicBool>,
+    /// GrowthForecast's metadata log: where this node's mutations go, and the thread
+    /// applying the log to this node's database (stopped by `join_stop`).
+    pub(crate) gf_log: Arc<crate::gf_log::KafkaOpLog>,
+    pub(crate) gf_applier: Option<std::thread::JoinHandle<()>>,
 }
 
 /// With `[cluster]`: makes sure the topic exists, creates the producer and, on a
@@ -66,7 +70,8 @@ pub(crate) async fn open_cluster(
     let t0 = Instant::now();
     let ensure = cc.clone();
     tokio::task::spawn_blocking(move || {
-        sumi_cluster::ensure_topic(&ensure, std::time::Duration::from_secs(60))
+        sumi_cluster::ensure_topic(&ensure, std::time::Duration::from_secs(60))?;
+        sumi_cluster::meta_log::ensure_meta_topic(&ensure, std::time::Duration::from_secs(60))
     })
     .await
     .context("checking the kafka topic")?
@@ -79,6 +84,7 @@ pub(crate) async fn open_cluster(
         )
         .context("creating the kafka producer")?,
     );
+    let gf_log = Arc::new(crate::gf_log::KafkaOpLog::new(&cc)?);
     let to_copy = match cc.role {
         Role::Ingest => Vec::new(),
         Role::Storage => crate::cluster_join::partitions_to_copy(&cc, &config.data_dir)?,
@@ -108,6 +114,8 @@ pub(crate) async fn open_cluster(
         to_copy,
         joiner: None,
         join_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        gf_log,
+        gf_applier: None,
     }))
 }
 
@@ -357,16 +365,28 @@ pub(crate) fn start(
         ingest_stopped.clone(),
     )));
 
+    let mut http_options = config.http_options();
+    if let Some(c) = &cluster {
+        http_options.gf_log = Some(c.gf_log.clone());
+    }
     let mut state = sumi_http::AppState::with_sink(
         store.clone(),
         sink.clone(),
         stats.clone(),
         &config.data_dir,
         gf_series.clone(),
-        config.http_options(),
+        http_options,
     )?;
     let mut cluster = cluster;
     if let Some(c) = &mut cluster {
+        if let Some(applier) = state.gf.take_applier() {
+            let cc = config.cluster.clone().context("cluster config")?;
+            c.gf_applier = Some(crate::gf_log::start_applier(
+                cc,
+                applier,
+                c.join_stop.clone(),
+            )?);
+        }
         let produce = c.sink.stats();
         state.extra_metrics.push(Arc::new(move |out: &mut String| {
             produce.write_prometheus(out)

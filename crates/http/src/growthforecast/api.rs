@@ -11,15 +11,17 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::db::{Complex, ComplexItem, ComplexSpec, Graph, Vrule};
+use super::db::{Complex, ComplexItem, ComplexSpec, Db, Graph, Vrule};
 use super::form::parameters;
 use super::json as gf_json;
 use super::names::check_name;
+use super::replicated::{Applied, Op, Target};
 use super::view::{parse_datetime, Period};
-use super::writer::{Mode, Post};
+use super::writer::{Mode, Post, SeriesRegistry};
 use super::{blocking, GfError};
 use crate::params::Params;
 use crate::AppState;
+use sumi_store::Store;
 
 /// Timestamps at or below this are refused (rrdcreate's limit, kept by GrowthForecast).
 const MIN_TIMESTAMP: i64 = 315_360_010;
@@ -306,7 +308,7 @@ const DRAW_TYPES: &[&str] = &["AREA", "LINE1", "LINE2"];
 
 /// Reads the items of a complex graph (`data`), checking that their graphs exist.
 fn complex_items(
-    st: &AppState,
+    db: &Db,
     data: &Value,
     messages: &mut Vec<String>,
 ) -> Result<Vec<ComplexItem>, GfError> {
@@ -324,7 +326,7 @@ fn complex_items(
             messages.push(format!("data[{i}].graph_id is missing or not a number"));
             continue;
         };
-        if st.gf.db.graph_by_id(graph_id)?.is_none() {
+        if db.graph_by_id(graph_id)?.is_none() {
             messages.push(format!("data[{i}].graph_id {graph_id} is not a graph"));
         }
         let draw = d
@@ -372,7 +374,7 @@ fn sort_of(v: Option<&Value>, default: i64, messages: &mut Vec<String>) -> i64 {
 /// Builds a complex graph's settings from a JSON body over `base` (an edit keeps
 /// what the body does not mention).
 fn complex_spec(
-    st: &AppState,
+    db: &Db,
     body: &Map<String, Value>,
     base: Option<&Complex>,
 ) -> Result<ComplexSpec, GfError> {
@@ -417,7 +419,7 @@ fn complex_spec(
         .get("sumup")
         .map_or(base.is_some_and(|b| b.sumup), truthy);
     let items = match body.get("data") {
-        Some(d) => complex_items(st, d, &mut messages)?,
+        Some(d) => complex_items(db, d, &mut messages)?,
         None => base.map(|b| b.items.clone()).unwrap_or_default(),
     };
     if !messages.is_empty() {
@@ -459,22 +461,113 @@ pub async fn create_complex(
     body: Bytes,
 ) -> Result<Response, GfError> {
     let body = json_body(&body)?;
-    let c = blocking(state, move |st| {
-        if body
-            .get("data")
-            .and_then(Value::as_array)
-            .is_none_or(|d| d.len() < 2)
-        {
-            return Err(GfError::BadRequest(
-                "Invalid argument: data (sub graph list (size >= 2)) required".into(),
-            ));
-        }
-        let spec = complex_spec(st, &body, None)?;
-        Ok(st.gf.db.create_complex(&spec, crate::unix_now())?)
-    })
-    .await?;
+    let c = run(state, Op::CreateComplex { body }).await?.complex()?;
     let loc = location(&headers, &c.service_name, Some(&c.section_name));
     Ok(Json(json!({"error": 0, "location": loc})).into_response())
+}
+
+/// Runs a mutation: on a single node here, in a cluster through the metadata log.
+async fn run(state: Arc<AppState>, op: Op) -> Result<Applied, GfError> {
+    blocking(state, move |st| st.gf.run(&st.store, op)).await
+}
+
+/// Applies one mutation to `db` (and deletes the store series of deleted graphs), as
+/// received at `now`: what a single node runs for a request, and every cluster node's
+/// applier for each op of the metadata log. Posts are `writer.rs`'s.
+pub(crate) fn apply_op(
+    db: &Db,
+    store: &Store,
+    registry: &SeriesRegistry,
+    op: &Op,
+    now: i64,
+) -> Result<Applied, GfError> {
+    match op {
+        Op::Posts { posts } => {
+            let posts: Vec<&Post> = posts.iter().collect();
+            Ok(Applied::Posts(db.with_conn(|c| {
+                super::writer::apply_posts(c, registry, &posts, now)
+            })?))
+        }
+        Op::CreateComplex { body } => {
+            if body
+                .get("data")
+                .and_then(Value::as_array)
+                .is_none_or(|d| d.len() < 2)
+            {
+                return Err(GfError::BadRequest(
+                    "Invalid argument: data (sub graph list (size >= 2)) required".into(),
+                ));
+            }
+            let spec = complex_spec(db, body, None)?;
+            Ok(Applied::Complex(db.create_complex(&spec, now)?))
+        }
+        Op::EditGraph { id, body } => {
+            let g = db
+                .graph_by_id(*id)?
+                .ok_or_else(|| GfError::NotFound(format!("graph {id}")))?;
+            let g = edit_graph(g, body)?;
+            db.update_graph(&g)?;
+            Ok(Applied::Done)
+        }
+        Op::EditComplex { id, body } => {
+            let c = db
+                .complex_by_id(*id)?
+                .ok_or_else(|| GfError::NotFound(format!("complex graph {id}")))?;
+            let spec = complex_spec(db, body, Some(&c))?;
+            db.update_complex(*id, &spec, now)?;
+            Ok(Applied::Done)
+        }
+        Op::DeleteGraph { target } => {
+            let g = match target {
+                Target::Id(id) => db
+                    .delete_graph(*id)?
+                    .ok_or_else(|| GfError::NotFound(format!("graph {id}")))?,
+                Target::Name(s, sec, g) => {
+                    let g = db
+                        .graph(s, sec, g)?
+                        .ok_or_else(|| GfError::NotFound(format!("graph {s}/{sec}/{g}")))?;
+                    db.delete_graph(g.id)?;
+                    g
+                }
+            };
+            delete_graph_data(store, &g)?;
+            Ok(Applied::Graph(Box::new(g)))
+        }
+        Op::DeleteComplex {
+            target,
+            with_graphs,
+        } => {
+            let c = match target {
+                Target::Id(id) => db
+                    .complex_by_id(*id)?
+                    .ok_or_else(|| GfError::NotFound(format!("complex graph {id}")))?,
+                Target::Name(s, sec, g) => db
+                    .complex(s, sec, g)?
+                    .ok_or_else(|| GfError::NotFound(format!("complex graph {s}/{sec}/{g}")))?,
+            };
+            Ok(Applied::Complex(delete_complex_in(
+                db,
+                store,
+                c,
+                *with_graphs,
+            )?))
+        }
+        Op::DeleteSection { service, section } => {
+            for entry in db.section(service, section)? {
+                match entry {
+                    super::db::Entry::Graph(g) => {
+                        db.delete_graph(g.id)?;
+                        delete_graph_data(store, &g)?;
+                    }
+                    super::db::Entry::Complex(c) => {
+                        db.delete_complex(c.id)?;
+                    }
+                }
+            }
+            Ok(Applied::Done)
+        }
+        Op::AddVrule { vrule } => Ok(Applied::Vrule(db.add_vrule(vrule)?)),
+    }
 }
 
 /// Applies a JSON edit to a graph: every field given replaces the current one.
@@ -565,29 +658,12 @@ pub async fn edit(
 ) -> Result<Response, GfError> {
     let id = parse_id(&id)?;
     let body = json_body(&body)?;
-    blocking(state, move |st| match kind.as_str() {
-        "graph" => {
-            let g = st
-                .gf
-                .db
-                .graph_by_id(id)?
-                .ok_or_else(|| GfError::NotFound(format!("graph {id}")))?;
-            let g = edit_graph(g, &body)?;
-            Ok(st.gf.db.update_graph(&g)?)
-        }
-        "complex" => {
-            let c = st
-                .gf
-                .db
-                .complex_by_id(id)?
-                .ok_or_else(|| GfError::NotFound(format!("complex graph {id}")))?;
-            let spec = complex_spec(st, &body, Some(&c))?;
-            st.gf.db.update_complex(id, &spec, crate::unix_now())?;
-            Ok(())
-        }
-        other => Err(GfError::NotFound(format!("kind {other:?}"))),
-    })
-    .await?;
+    let op = match kind.as_str() {
+        "graph" => Op::EditGraph { id, body },
+        "complex" => Op::EditComplex { id, body },
+        other => return Err(GfError::NotFound(format!("kind {other:?}"))),
+    };
+    run(state, op).await?;
     Ok(Json(json!({"error": 0})).into_response())
 }
 
@@ -601,24 +677,17 @@ pub async fn delete_graph_by_name(
     Path((s, sec, g)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, GfError> {
-    let graph = blocking(state, move |st| {
-        let g = st
-            .gf
-            .db
-            .graph(&s, &sec, &g)?
-            .ok_or_else(|| GfError::NotFound(format!("graph {s}/{sec}/{g}")))?;
-        st.gf.db.delete_graph(g.id)?;
-        delete_graph_data(st, &g)?;
-        Ok(g)
-    })
-    .await?;
+    let target = Target::Name(s, sec, g);
+    let graph = run(state, Op::DeleteGraph { target }).await?.graph()?;
     Ok(deleted(&headers, &graph.service_name, &graph.section_name))
 }
 
 /// Deletes the store series of a graph the database just dropped, as GrowthForecast
 /// deletes the graph's RRD file: a graph created again under the name starts empty.
-fn delete_graph_data(st: &AppState, g: &Graph) -> Result<(), GfError> {
-    st.store
+/// (In a cluster every node applies the delete: the storage nodes that hold the
+/// series delete it.)
+fn delete_graph_data(store: &Store, g: &Graph) -> Result<(), GfError> {
+    store
         .delete_series_named(&[g.series.as_str()])
         .map_err(|e| GfError::Internal(format!("deleting the data of {}: {e}", g.series)))?;
     Ok(())
@@ -630,17 +699,8 @@ pub async fn delete_graph_by_id(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, GfError> {
-    let id = parse_id(&id)?;
-    let graph = blocking(state, move |st| {
-        let g = st
-            .gf
-            .db
-            .delete_graph(id)?
-            .ok_or_else(|| GfError::NotFound(format!("graph {id}")))?;
-        delete_graph_data(st, &g)?;
-        Ok(g)
-    })
-    .await?;
+    let target = Target::Id(parse_id(&id)?);
+    let graph = run(state, Op::DeleteGraph { target }).await?.graph()?;
     Ok(deleted(&headers, &graph.service_name, &graph.section_name))
 }
 
@@ -658,15 +718,20 @@ fn wants_graphs_deleted(headers: &HeaderMap, query: Option<&str>, body: &[u8]) -
         .unwrap_or(false)
 }
 
-fn delete_complex_in(st: &AppState, c: Complex, with_graphs: bool) -> Result<Complex, GfError> {
+fn delete_complex_in(
+    db: &Db,
+    store: &Store,
+    c: Complex,
+    with_graphs: bool,
+) -> Result<Complex, GfError> {
     if with_graphs {
         for item in &c.items {
-            if let Some(g) = st.gf.db.delete_graph(item.graph_id)? {
-                delete_graph_data(st, &g)?;
+            if let Some(g) = db.delete_graph(item.graph_id)? {
+                delete_graph_data(store, &g)?;
             }
         }
     }
-    st.gf.db.delete_complex(c.id)?;
+    db.delete_complex(c.id)?;
     Ok(c)
 }
 
@@ -679,15 +744,11 @@ pub async fn delete_complex_by_name(
     body: Bytes,
 ) -> Result<Response, GfError> {
     let with_graphs = wants_graphs_deleted(&headers, query.as_deref(), &body);
-    let c = blocking(state, move |st| {
-        let c = st
-            .gf
-            .db
-            .complex(&s, &sec, &g)?
-            .ok_or_else(|| GfError::NotFound(format!("complex graph {s}/{sec}/{g}")))?;
-        delete_complex_in(st, c, with_graphs)
-    })
-    .await?;
+    let op = Op::DeleteComplex {
+        target: Target::Name(s, sec, g),
+        with_graphs,
+    };
+    let c = run(state, op).await?.complex()?;
     Ok(deleted(&headers, &c.service_name, &c.section_name))
 }
 
@@ -701,15 +762,11 @@ pub async fn delete_complex_by_id(
 ) -> Result<Response, GfError> {
     let id = parse_id(&id)?;
     let with_graphs = wants_graphs_deleted(&headers, query.as_deref(), &body);
-    let c = blocking(state, move |st| {
-        let c = st
-            .gf
-            .db
-            .complex_by_id(id)?
-            .ok_or_else(|| GfError::NotFound(format!("complex graph {id}")))?;
-        delete_complex_in(st, c, with_graphs)
-    })
-    .await?;
+    let op = Op::DeleteComplex {
+        target: Target::Id(id),
+        with_graphs,
+    };
+    let c = run(state, op).await?.complex()?;
     Ok(deleted(&headers, &c.service_name, &c.section_name))
 }
 
@@ -720,20 +777,13 @@ pub async fn delete_section(
     headers: HeaderMap,
 ) -> Result<Response, GfError> {
     let service = s.clone();
-    blocking(state, move |st| {
-        for entry in st.gf.db.section(&s, &sec)? {
-            match entry {
-                super::db::Entry::Graph(g) => {
-                    st.gf.db.delete_graph(g.id)?;
-                    delete_graph_data(st, &g)?;
-                }
-                super::db::Entry::Complex(c) => {
-                    st.gf.db.delete_complex(c.id)?;
-                }
-            }
-        }
-        Ok(())
-    })
+    run(
+        state,
+        Op::DeleteSection {
+            service: s,
+            section: sec,
+        },
+    )
     .await?;
     Ok(Json(json!({"error": 0, "location": location(&headers, &service, None)})).into_response())
 }
@@ -786,7 +836,7 @@ pub async fn add_vrule(
         description: p.get("description").unwrap_or("").to_string(),
         dashes: p.get("dashes").unwrap_or("").to_string(),
     };
-    let v = blocking(state, move |st| Ok(st.gf.db.add_vrule(&v)?)).await?;
+    let v = run(state, Op::AddVrule { vrule: v }).await?.vrule()?;
     Ok(Json(json!({"error": 0, "data": vrule_json(&v)})).into_response())
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::migrations;
 
@@ -164,7 +164,7 @@ pub struct ComplexSpec {
 }
 
 /// A vertical rule: a mark at a time on every graph under `graph_path`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Vrule {
     pub id: i64,
     /// `/`, `/service`, `/service/section` or `/service/section/graph`.
@@ -236,6 +236,20 @@ impl Db {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The same database on a connection of its own (the log applier's, whose
+    /// transaction the methods' own savepoints then belong to).
+    pub(crate) fn reopen(&self) -> Result<Db, DbError> {
+        Ok(Db {
+            path: self.path.clone(),
+            conn: Mutex::new(self.connect_again()?),
+        })
+    }
+
+    /// Runs `f` on the connection (the log applier's transaction statements).
+    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+        f(&self.conn.lock())
     }
 
     /// A further connection to the same file (for the writer thread).
@@ -401,8 +415,9 @@ impl Db {
         let Some(g) = graph_by_id(&conn, id)? else {
             return Ok(None);
         };
+        // a savepoint: its own transaction, or part of the log applier's
         let tx = conn
-            .transaction()
+            .savepoint()
             .map_err(|e| DbError::sql("deleting a graph", e))?;
         tx.execute("DELETE FROM graphs WHERE id = ?1", [id])
             .and_then(|_| tx.execute("DELETE FROM complex_items WHERE graph_id = ?1", [id]))
@@ -484,7 +499,7 @@ impl Db {
             )));
         }
         let op = "creating a complex graph";
-        let tx = conn.transaction().map_err(|e| DbError::sql(op, e))?;
+        let tx = conn.savepoint().map_err(|e| DbError::sql(op, e))?;
         tx.execute(
             "INSERT INTO complex_graphs (service_name, section_name, graph_name, description, \
              sort, sumup, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
@@ -523,7 +538,7 @@ impl Db {
             }
         }
         let op = "updating a complex graph";
-        let tx = conn.transaction().map_err(|e| DbError::sql(op, e))?;
+        let tx = conn.savepoint().map_err(|e| DbError::sql(op, e))?;
         tx.execute(
             "UPDATE complex_graphs SET service_name = ?1, section_name = ?2, graph_name = ?3, \
              description = ?4, sort = ?5, sumup = ?6, updated_at = ?7 WHERE id = ?8",
@@ -845,7 +860,7 @@ fn complex_by_id(conn: &Connection, id: i64) -> Result<Option<Complex>, DbError>
     Ok(Some(c))
 }
 
-fn insert_items(tx: &Transaction<'_>, id: i64, items: &[ComplexItem]) -> Result<(), DbError> {
+fn insert_items(tx: &Connection, id: i64, items: &[ComplexItem]) -> Result<(), DbError> {
     let mut st = tx
         .prepare_cached(
             "INSERT INTO complex_items (complex_id, position, graph_id, type, gmode, stack) \

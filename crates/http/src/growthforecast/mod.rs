@@ -18,6 +18,7 @@ pub mod graph;
 pub mod json;
 pub mod migrations;
 pub mod names;
+pub mod replicated;
 pub mod view;
 pub mod writer;
 
@@ -41,6 +42,15 @@ pub struct Gf {
     pub db: Arc<Db>,
     pub writer: Writer,
     pub registry: SeriesRegistry,
+    /// In a cluster: mutations go through the metadata log (`replicated.rs`).
+    pub log: Option<Arc<dyn replicated::OpLog>>,
+    /// In a cluster: this node's applier of the metadata log, until the server takes
+    /// it to run it on the log's consumer ([`Gf::take_applier`]).
+    applier: parking_lot::Mutex<Option<replicated::Applier>>,
+    /// In a cluster: this node's requests waiting for their op to be applied.
+    waiters: Arc<replicated::Waiters>,
+    /// In a cluster: the applier's figures.
+    stats: Option<Arc<replicated::LogStats>>,
 }
 
 /// Why the GrowthForecast stage could not start.
@@ -50,6 +60,8 @@ pub enum GfStartError {
     Db(#[from] DbError),
     #[error("cannot start the growthforecast writer thread: {0}")]
     Thread(#[from] std::io::Error),
+    #[error(transparent)]
+    Applier(#[from] replicated::ApplierError),
 }
 
 impl Gf {
@@ -69,7 +81,70 @@ impl Gf {
             db,
             writer,
             registry,
+            log: None,
+            applier: parking_lot::Mutex::new(None),
+            waiters: Arc::new(replicated::Waiters::default()),
+            stats: None,
         })
+    }
+
+    /// [`Gf::open`] for a cluster node: mutations go to `log`, and the database is
+    /// written only by the applier ([`Gf::take_applier`]). A database that was not
+    /// made from the log is refused.
+    pub fn open_logged(
+        data_dir: &Path,
+        store: Arc<sumi_store::Store>,
+        sink: Arc<dyn Sink>,
+        registry: SeriesRegistry,
+        log: Arc<dyn replicated::OpLog>,
+    ) -> Result<Gf, GfStartError> {
+        let db = Arc::new(Db::open(data_dir)?);
+        for series in db.series_names()? {
+            registry.insert(&series);
+        }
+        let waiters = Arc::new(replicated::Waiters::default());
+        let applier = replicated::Applier::open(
+            &db,
+            store,
+            registry.clone(),
+            log.node_id(),
+            waiters.clone(),
+        )?;
+        let writer = Writer::start_logged(log.clone(), waiters.clone(), sink)?;
+        let stats = Some(applier.stats());
+        Ok(Gf {
+            db,
+            writer,
+            registry,
+            log: Some(log),
+            applier: parking_lot::Mutex::new(Some(applier)),
+            waiters,
+            stats,
+        })
+    }
+
+    /// The applier of the metadata log, once (in a cluster).
+    pub fn take_applier(&self) -> Option<replicated::Applier> {
+        self.applier.lock().take()
+    }
+
+    /// In a cluster: the applier's figures for `/metrics`, while it is here or running.
+    pub fn log_stats(&self) -> Option<Arc<replicated::LogStats>> {
+        self.log.as_ref()?;
+        self.stats.clone()
+    }
+
+    /// Runs a mutation (blocking): on a single node, applied here; in a cluster,
+    /// appended to the metadata log and answered once this node has applied it.
+    pub(crate) fn run(
+        &self,
+        store: &sumi_store::Store,
+        op: replicated::Op,
+    ) -> Result<replicated::Applied, GfError> {
+        match &self.log {
+            None => api::apply_op(&self.db, store, &self.registry, &op, crate::unix_now()),
+            Some(log) => replicated::submit(log.as_ref(), &self.waiters, op),
+        }
     }
 }
 
@@ -117,9 +192,11 @@ impl IntoResponse for GfError {
             GfError::Graph(e) if e.is_client_error() => {
                 text(StatusCode::BAD_REQUEST, e.to_string())
             }
-            GfError::Post(writer::PostError::Busy | writer::PostError::Unavailable(_)) => {
-                text(StatusCode::SERVICE_UNAVAILABLE, self.to_string())
-            }
+            GfError::Post(
+                writer::PostError::Busy
+                | writer::PostError::Unavailable(_)
+                | writer::PostError::Log(_),
+            ) => text(StatusCode::SERVICE_UNAVAILABLE, self.to_string()),
             other => text(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }

@@ -24,6 +24,7 @@ use tracing::warn;
 
 use super::db::{graph_by_id, graph_by_names, DbError, Graph};
 use super::names::series_name;
+use super::replicated::{Applied, Op, OpLog, OpMessage, Waiters, APPLY_WAIT};
 
 /// The most posts one group commit takes.
 pub const MAX_GROUP: usize = 4096;
@@ -31,7 +32,8 @@ pub const MAX_GROUP: usize = 4096;
 pub const MAX_QUEUED: usize = 65_536;
 
 /// How a post changes the graph's number (GrowthForecast's `mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// The number replaces the current one.
     Gauge,
@@ -66,8 +68,9 @@ impl Mode {
     }
 }
 
-/// One validated post.
-#[derive(Clone, Debug, PartialEq)]
+/// One validated post (also the post op of the metadata log in a cluster, see
+/// `replicated.rs`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Post {
     pub service: String,
     pub section: String,
@@ -93,6 +96,10 @@ pub enum PostError {
     Db(#[from] DbError),
     #[error("the growthforecast writer has stopped")]
     Stopped,
+    /// In a cluster: the metadata log did not take the post, or this node did not
+    /// apply it in time.
+    #[error("the growthforecast metadata log: {0}")]
+    Log(String),
 }
 
 /// The series that belong to GrowthForecast graphs. The store asks it (through
@@ -154,6 +161,21 @@ impl Writer {
         Ok(Writer { tx })
     }
 
+    /// In a cluster: posts go to the metadata log as one op per group, this node's
+    /// applier applies them (as every node's does), and the writer appends their points
+    /// to `sink` with the values the applier computed (see `replicated.rs`).
+    pub fn start_logged(
+        log: Arc<dyn OpLog>,
+        waiters: Arc<Waiters>,
+        sink: Arc<dyn Sink>,
+    ) -> std::io::Result<Writer> {
+        let (tx, rx) = mpsc::sync_channel(MAX_QUEUED);
+        std::thread::Builder::new()
+            .name("sumi-gf-writer".into())
+            .spawn(move || run_logged(log.as_ref(), &waiters, sink.as_ref(), rx))?;
+        Ok(Writer { tx })
+    }
+
     /// Applies one post and returns the graph as it is afterwards.
     pub async fn post(&self, post: Post) -> Result<Graph, PostError> {
         let (reply, answer) = oneshot::channel();
@@ -193,6 +215,7 @@ fn run(mut conn: Connection, sink: Arc<dyn Sink>, registry: SeriesRegistry, rx: 
                         PostError::Unavailable(_) => PostError::Unavailable(msg.clone()),
                         PostError::Busy => PostError::Busy,
                         PostError::Stopped => PostError::Stopped,
+                        PostError::Log(_) => PostError::Log(msg.clone()),
                         PostError::Db(_) => PostError::Db(DbError::Conflict(msg.clone())),
                     };
                     let _ = reply.send(Err(err));
@@ -200,6 +223,95 @@ fn run(mut conn: Connection, sink: Arc<dyn Sink>, registry: SeriesRegistry, rx: 
             }
         }
     }
+}
+
+fn run_logged(log: &dyn OpLog, waiters: &Waiters, sink: &dyn Sink, rx: Receiver<Job>) {
+    let mut jobs: Vec<Job> = Vec::with_capacity(MAX_GROUP);
+    let mut batch = Batch::new();
+    while let Ok(first) = rx.recv() {
+        jobs.push(first);
+        while jobs.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        batch.clear();
+        let posts: Vec<Post> = jobs.iter().map(|(p, _)| p.clone()).collect();
+        match post_through_log(log, waiters, sink, posts, &mut batch) {
+            Ok(graphs) => {
+                for ((_, reply), g) in jobs.drain(..).zip(graphs) {
+                    let _ = reply.send(Ok(g));
+                }
+            }
+            Err(e) => {
+                warn!("growthforecast posts failed: {e}");
+                let unavailable = matches!(e, PostError::Unavailable(_));
+                let msg = e.to_string();
+                for (_, reply) in jobs.drain(..) {
+                    let err = if unavailable {
+                        PostError::Unavailable(msg.clone())
+                    } else {
+                        PostError::Log(msg.clone())
+                    };
+                    let _ = reply.send(Err(err));
+                }
+            }
+        }
+    }
+}
+
+/// One group of posts through the metadata log: appended as one op, applied by this
+/// node's applier, then its points appended to `sink`.
+fn post_through_log(
+    log: &dyn OpLog,
+    waiters: &Waiters,
+    sink: &dyn Sink,
+    posts: Vec<Post>,
+    batch: &mut Batch,
+) -> Result<Vec<Graph>, PostError> {
+    let now = crate::unix_now();
+    let times: Vec<i64> = posts.iter().map(|p| p.timestamp.unwrap_or(now)).collect();
+    let (seq, outcome) = waiters.register();
+    let msg = OpMessage {
+        origin: log.node_id(),
+        seq,
+        now,
+        op: Op::Posts { posts },
+    };
+    let payload = serde_json::to_vec(&msg).map_err(|e| PostError::Log(e.to_string()))?;
+    if let Err(e) = log.append(&payload) {
+        waiters.forget(seq);
+        return Err(PostError::Log(format!("appending the posts: {e}")));
+    }
+    let applied = match outcome.recv_timeout(APPLY_WAIT) {
+        Ok(Ok(Applied::Posts(applied))) => applied,
+        Ok(Ok(other)) => {
+            return Err(PostError::Log(format!(
+                "unexpected result of posts: {other:?}"
+            )))
+        }
+        Ok(Err(e)) => return Err(PostError::Db(DbError::Conflict(e.to_string()))),
+        Err(_) => {
+            waiters.forget(seq);
+            return Err(PostError::Log(format!(
+                "the posts are in the log but this node has not applied them within {} s",
+                APPLY_WAIT.as_secs()
+            )));
+        }
+    };
+    let mut out = Vec::with_capacity(applied.len());
+    for ((graph, point), ts) in applied.into_iter().zip(times) {
+        if let Some(value) = point {
+            batch.push(&graph.series, ts, value);
+        }
+        out.push(graph);
+    }
+    if !batch.is_empty() {
+        sink.append_graph_points(batch)
+            .map_err(|e| PostError::Unavailable(e.to_string()))?;
+    }
+    Ok(out)
 }
 
 /// Colours for new graphs without one, as GrowthForecast picks them (three of 33, 66,
@@ -225,9 +337,10 @@ fn apply_group(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| DbError::sql("starting a post transaction", e))?;
+    let posts: Vec<&Post> = jobs.iter().map(|(p, _)| p).collect();
+    let applied = apply_posts(&tx, registry, &posts, now)?;
     let mut out = Vec::with_capacity(jobs.len());
-    for (post, _) in jobs {
-        let (graph, point) = apply_one(&tx, registry, post, now)?;
+    for (post, (graph, point)) in posts.iter().zip(applied) {
         if let Some(value) = point {
             batch.push(&graph.series, post.timestamp.unwrap_or(now), value);
         }
@@ -240,6 +353,22 @@ fn apply_group(
     tx.commit()
         .map_err(|e| DbError::sql("committing posts", e))?;
     Ok(out)
+}
+
+/// Applies `posts` in order to the graphs' rows (in the caller's transaction), as
+/// received at `now`: each graph as it is afterwards, and the value its point takes,
+/// if any. What a single node's writer and a cluster node's applier of the metadata
+/// log both run.
+pub(crate) fn apply_posts(
+    conn: &Connection,
+    registry: &SeriesRegistry,
+    posts: &[&Post],
+    now: i64,
+) -> Result<Vec<(Graph, Option<f64>)>, DbError> {
+    posts
+        .iter()
+        .map(|post| apply_one(conn, registry, post, now))
+        .collect()
 }
 
 /// Updates one graph's row; returns the graph and the value to store, if any.

@@ -1,0 +1,169 @@
+//! The metadata log: one topic of ONE partition (`<topic>.growthforecast`), so one
+//! total order, carrying GrowthForecast's mutations as opaque messages (the ops are
+//! `sumi_http::growthforecast::replicated`'s). Every node in cluster mode produces the
+//! mutations it is sent ([`MetaProducer`]) and applies the whole log to its own
+//! database ([`consume`]), from the offset it stored with its last applied op.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::config::ClusterConfig;
+
+/// The metadata log's topic for a cluster whose points go to `config.topic`.
+pub fn meta_topic(config: &ClusterConfig) -> String {
+    format!("{}.growthforecast", config.topic)
+}
+
+/// Creates the metadata topic (one partition, the data topic's replication factor)
+/// unless it exists, as [`crate::ensure_topic`] does the data topic. Blocking.
+pub fn ensure_meta_topic(config: &ClusterConfig, wait: Duration) -> Result<()> {
+    let mut meta = config.clone();
+    meta.topic = meta_topic(config);
+    meta.partitions = 1;
+    crate::ensure_topic(&meta, wait)
+}
+
+/// How long an append waits for Kafka's acknowledgement.
+const APPEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The producer of a node's metadata ops: idempotent, `acks=all`, no lingering (a
+/// request waits on each append).
+pub struct MetaProducer {
+    producer: FutureProducer,
+    topic: String,
+    rt: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for MetaProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetaProducer")
+            .field("topic", &self.topic)
+            .finish()
+    }
+}
+
+impl MetaProducer {
+    /// The producer of `config`'s metadata topic.
+    pub fn new(config: &ClusterConfig) -> Result<MetaProducer> {
+        let producer: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &config.brokers)
+            .set("client.id", format!("sumi-meta-{}", config.node_id))
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("linger.ms", "0")
+            .set("message.timeout.ms", APPEND_TIMEOUT.as_millis().to_string())
+            .create()
+            .context("creating the metadata log's producer")?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .context("starting a runtime for the metadata log's producer")?;
+        Ok(MetaProducer {
+            producer,
+            topic: meta_topic(config),
+            rt,
+        })
+    }
+
+    /// Appends `payload` and returns its offset once Kafka has it. Blocking.
+    pub fn append(&self, payload: &[u8]) -> Result<i64> {
+        let record: FutureRecord<'_, (), [u8]> =
+            FutureRecord::to(&self.topic).partition(0).payload(payload);
+        let delivery = self
+            .producer
+            .send_result(record)
+            .map_err(|(e, _)| e)
+            .context("queueing a metadata op")?;
+        let delivered = self
+            .rt
+            .block_on(delivery)
+            .context("the metadata log's producer stopped")?
+            .map_err(|(e, _)| e)
+            .context("appending a metadata op")?;
+        Ok(delivered.offset)
+    }
+}
+
+/// Consumes the metadata log from `*next`, calling `apply(offset, payload)` for each
+/// message in order (and moving `*next` past it), until `stop`. When `apply` fails, it
+/// is called again with the same message after a pause (the op was not applied).
+/// Blocking.
+pub fn consume(
+    config: &ClusterConfig,
+    next: &mut i64,
+    stop: &AtomicBool,
+    mut apply: impl FnMut(i64, &[u8]) -> std::result::Result<(), String>,
+) -> Result<()> {
+    let topic = meta_topic(config);
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &config.brokers)
+        .set("client.id", format!("sumi-meta-{}", config.node_id))
+        .set("group.id", format!("sumi-meta-{}", config.node_id))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        // a long poll: the broker answers a waiting fetch as soon as an op is appended
+        // (fetch.min.bytes 1), so this bounds only the idle round trips
+        .set("fetch.wait.max.ms", "500")
+        .create()
+        .context("creating the metadata log's consumer")?;
+    let assign = |offset: i64| -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&topic, 0, Offset::Offset(offset))
+            .context("placing the metadata log's consumer")?;
+        consumer
+            .assign(&tpl)
+            .context("assigning the metadata log's partition")
+    };
+    assign(*next)?;
+    tracing::info!(topic = %topic, offset = *next, "applying the growthforecast metadata log");
+    while !stop.load(Ordering::Relaxed) {
+        let Some(msg) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        let msg = match msg {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the growthforecast metadata log");
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+        };
+        let offset = msg.offset();
+        if offset < *next {
+            continue;
+        }
+        if let Err(e) = apply(offset, msg.payload().unwrap_or_default()) {
+            tracing::warn!(offset, error = %e, "applying a growthforecast op; retrying");
+            std::thread::sleep(Duration::from_secs(1));
+            assign(offset)?;
+            continue;
+        }
+        *next = offset + 1;
+    }
+    Ok(())
+}
+
+/// Runs [`consume`] until `stop`, restarting it when the client fails.
+pub fn run(
+    config: &ClusterConfig,
+    start: i64,
+    stop: Arc<AtomicBool>,
+    mut apply: impl FnMut(i64, &[u8]) -> std::result::Result<(), String>,
+) {
+    let mut next = start;
+    while !stop.load(Ordering::Relaxed) {
+        if let Err(e) = consume(config, &mut next, &stop, &mut apply) {
+            tracing::warn!(error = %e, "the growthforecast metadata log's consumer failed; restarting");
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
