@@ -12,7 +12,10 @@
 #   KAFKA1_ADDR=127.0.0.1:P1   KAFKA1_PID=...   (one pair per broker)
 #
 # scripts/kafka-node.sh starts, stops or kills one broker; scripts/kafka-down.sh stops
-# them all. KAFKA_HEAP overrides the JVM heap flags (default -Xms256m -Xmx512m).
+# them all. KAFKA_HEAP overrides the JVM heap flags (default -Xms256m -Xmx512m),
+# KAFKA_GC the collector's (default -XX:+UseG1GC -XX:MaxGCPauseMillis=20); KAFKA_JVM_OPTS
+# adds JVM flags (e.g. -XX:+PrintCompilation) and KAFKA_SETTINGS lines to every broker's
+# server.properties (e.g. num.io.threads=2), for trying settings without editing this.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 
@@ -94,6 +97,7 @@ auto.create.topics.enable=false
 broker.session.timeout.ms=2000
 broker.heartbeat.interval.ms=500
 log.segment.bytes=67108864
+${KAFKA_SETTINGS:-}
 PROPS
   # the brokers' storage is formatted in parallel (a JVM each, seconds on a busy machine)
   java -cp "$libs/*" -Dlog4j2.configurationFile="$dir/log4j2.properties" \
@@ -102,7 +106,7 @@ PROPS
   formats+=($!)
   cat >"$b/run.sh" <<RUN
 #!/usr/bin/env bash
-exec java ${KAFKA_HEAP:--Xms256m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \\
+exec java ${KAFKA_HEAP:--Xms256m -Xmx512m} ${KAFKA_GC:--XX:+UseG1GC -XX:MaxGCPauseMillis=20} ${KAFKA_JVM_OPTS:-} \\
   -Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.properties" \\
   -cp "$libs/*" kafka.Kafka "$b/server.properties"
 RUN

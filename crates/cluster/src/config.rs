@@ -40,6 +40,12 @@ pub struct ClusterConfig {
     /// How long the producer gathers records before sending them (ms).
     #[serde(default = "default_linger_ms")]
     pub linger_ms: u32,
+    /// Points of one carbon (plaintext or pickle) connection handed to Kafka in one
+    /// append, at most: an append makes one produce request per partition it touches
+    /// (librdkafka sends one partition a request), and the broker's CPU follows its
+    /// requests. A connection that has less waiting sends what it has.
+    #[serde(default = "default_ingest_batch_points")]
+    pub ingest_batch_points: usize,
     /// The producer's compression of record batches: `none`, `lz4`, `snappy` or `gzip`
     /// (not `zstd`: the bundled librdkafka is built without it) (see docs/cluster.md for what each cost when measured).
     #[serde(default = "default_compression")]
@@ -118,6 +124,11 @@ fn default_partitions() -> u32 {
 fn default_linger_ms() -> u32 {
     5
 }
+/// 65,536: eight times a single node's batch (docs/cluster.md, "Larger produce
+/// requests").
+fn default_ingest_batch_points() -> usize {
+    65_536
+}
 /// None: on the loopback link measured, lz4 cost more CPU (the ingest node
 /// compressing, Kafka and every consumer decompressing) than the bytes it saved
 /// (docs/cluster.md, "Throughput").
@@ -173,6 +184,12 @@ impl ClusterConfig {
             return Err(format!(
                 "cluster.record_version is {}: it must be 1 or 2",
                 self.record_version
+            ));
+        }
+        if self.ingest_batch_points == 0 || self.ingest_batch_points > 1 << 20 {
+            return Err(format!(
+                "cluster.ingest_batch_points is {}: it must be 1..=1048576",
+                self.ingest_batch_points
             ));
         }
         if self.partitions == 0 || self.partitions > 100_000 {

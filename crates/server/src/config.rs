@@ -118,6 +118,9 @@
 //! # Kafka's acknowledgement before the client is told to retry (ms).
 //! # linger_ms = 5
 //! # append_timeout_ms = 10000
+//! # Most points of one carbon connection in one append (one produce request per
+//! # partition it touches; the broker's CPU follows its requests). A single node's is 8192.
+//! # ingest_batch_points = 65536
 //! # Compression of the producer's record batches: "none", "lz4", "snappy" or "gzip"
 //! # (not "zstd": the bundled librdkafka is built without it) (docs/cluster.md, "Throughput", has what each cost when measured; lz4 where
 //! # bandwidth to Kafka is scarcer than CPU).
@@ -898,6 +901,7 @@ mod tests {
         assert_eq!(cl.owned_partitions, vec![1, 3]);
         assert_eq!(cl.compression, "none");
         assert_eq!(cl.record_version, 2);
+        assert_eq!(cl.ingest_batch_points, 65_536);
         for (text, says) in [
             (
                 "brokers = \"b:1\"\nrole = \"storage\"\n",
@@ -926,6 +930,10 @@ mod tests {
             (
                 "brokers = \"b:1\"\nrole = \"ingest\"\nrecord_version = 3\n",
                 "cluster.record_version is 3",
+            ),
+            (
+                "brokers = \"b:1\"\nrole = \"ingest\"\ningest_batch_points = 0\n",
+                "cluster.ingest_batch_points is 0",
             ),
         ] {
             let file: FileConfig = toml::from_str(&format!("[cluster]\n{text}")).unwrap();

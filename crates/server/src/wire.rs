@@ -297,12 +297,21 @@ pub(crate) fn start(
     }
 
     let stats = Arc::new(IngestStats::default());
-    let plain_opts = PlaintextOptions {
+    let mut plain_opts = PlaintextOptions {
         max_line_bytes: config.max_line_bytes,
         max_connections: config.max_connections as u64,
         allow: config.carbon_allow.clone(),
         ..PlaintextOptions::default()
     };
+    // a cluster node's append is one produce request per partition it touches, so its
+    // carbon batches are larger (reads per wake-up in proportion, so that one can fill)
+    if let (Some(cc), Some(_)) = (&config.cluster, &cluster) {
+        let points = cc.ingest_batch_points;
+        plain_opts.reads_per_wake = (points * plain_opts.reads_per_wake)
+            .div_ceil(plain_opts.max_batch_points)
+            .max(plain_opts.reads_per_wake);
+        plain_opts.max_batch_points = points;
+    }
     // a cluster node sends every point it takes in to the log; a single node stores it
     let sink: Arc<dyn sumi_model::Sink> = match &cluster {
         Some(c) => c.sink.clone(),

@@ -18,10 +18,6 @@ use crate::options::PlaintextOptions;
 use crate::stats::IngestStats;
 use sumi_model::Sink;
 
-/// Reads per wake-up before the connection goes back through the scheduler (which
-/// lets a busy client share its worker with the others): 8 reads of 64 KiB.
-const READS_PER_WAKE: usize = 8;
-
 /// What a connection's bytes go through: framing, then parsing into a [`Batcher`].
 /// The connection reads straight into the decoder's buffer.
 pub(super) trait StreamDecoder: Send + 'static {
@@ -256,7 +252,7 @@ async fn connection<D: StreamDecoder>(
         // Held only while the connection has bytes to read or an unfinished unit.
         let d = decoder.get_or_insert_with(|| proto.take_decoder());
         let now = opts.clock.now();
-        'reads: for _ in 0..READS_PER_WAKE {
+        'reads: for _ in 0..opts.reads_per_wake.max(1) {
             let space = d.read_space();
             if space.is_empty() {
                 // Unreachable while every unit is drained before reading; a zero-byte
