@@ -189,43 +189,41 @@ impl Writer {
 }
 
 fn run(mut conn: Connection, sink: Arc<dyn Sink>, registry: SeriesRegistry, rx: Receiver<Job>) {
-    let mut jobs: Vec<Job> = Vec::with_capacity(MAX_GROUP);
-    let mut batch = Batch::new();
-    while let Ok(first) = rx.recv() {
-        jobs.push(first);
-        while jobs.len() < MAX_GROUP {
-            match rx.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
-            }
-        }
-        batch.clear();
-        let results = apply_group(&mut conn, sink.as_ref(), &registry, &jobs, &mut batch);
-        match results {
-            Ok(graphs) => {
-                for ((_, reply), g) in jobs.drain(..).zip(graphs) {
-                    let _ = reply.send(Ok(g));
-                }
-            }
-            Err(e) => {
-                warn!("growthforecast posts failed: {e}");
-                let msg = e.to_string();
-                for (_, reply) in jobs.drain(..) {
-                    let err = match &e {
-                        PostError::Unavailable(_) => PostError::Unavailable(msg.clone()),
-                        PostError::Busy => PostError::Busy,
-                        PostError::Stopped => PostError::Stopped,
-                        PostError::Log(_) => PostError::Log(msg.clone()),
-                        PostError::Db(_) => PostError::Db(DbError::Conflict(msg.clone())),
-                    };
-                    let _ = reply.send(Err(err));
-                }
-            }
-        }
-    }
+    serve_groups(
+        &rx,
+        |jobs, batch| apply_group(&mut conn, sink.as_ref(), &registry, jobs, batch),
+        |e, msg| match e {
+            PostError::Unavailable(_) => PostError::Unavailable(msg),
+            PostError::Busy => PostError::Busy,
+            PostError::Stopped => PostError::Stopped,
+            PostError::Log(_) => PostError::Log(msg),
+            PostError::Db(_) => PostError::Db(DbError::Conflict(msg)),
+        },
+    );
 }
 
 fn run_logged(log: &dyn OpLog, waiters: &Waiters, sink: &dyn Sink, rx: Receiver<Job>) {
+    serve_groups(
+        &rx,
+        |jobs, batch| {
+            let posts: Vec<Post> = jobs.iter().map(|(p, _)| p.clone()).collect();
+            post_through_log(log, waiters, sink, posts, batch)
+        },
+        |e, msg| match e {
+            PostError::Unavailable(_) => PostError::Unavailable(msg),
+            _ => PostError::Log(msg),
+        },
+    );
+}
+
+/// The writer thread's loop: takes every post waiting (up to [`MAX_GROUP`]) as one
+/// group, applies it with `apply` and answers each post, with `failed` (given the
+/// group's error and its message) when the group failed.
+fn serve_groups(
+    rx: &Receiver<Job>,
+    mut apply: impl FnMut(&[Job], &mut Batch) -> Result<Vec<Graph>, PostError>,
+    failed: impl Fn(&PostError, String) -> PostError,
+) {
     let mut jobs: Vec<Job> = Vec::with_capacity(MAX_GROUP);
     let mut batch = Batch::new();
     while let Ok(first) = rx.recv() {
@@ -237,8 +235,7 @@ fn run_logged(log: &dyn OpLog, waiters: &Waiters, sink: &dyn Sink, rx: Receiver<
             }
         }
         batch.clear();
-        let posts: Vec<Post> = jobs.iter().map(|(p, _)| p.clone()).collect();
-        match post_through_log(log, waiters, sink, posts, &mut batch) {
+        match apply(&jobs, &mut batch) {
             Ok(graphs) => {
                 for ((_, reply), g) in jobs.drain(..).zip(graphs) {
                     let _ = reply.send(Ok(g));
@@ -246,15 +243,9 @@ fn run_logged(log: &dyn OpLog, waiters: &Waiters, sink: &dyn Sink, rx: Receiver<
             }
             Err(e) => {
                 warn!("growthforecast posts failed: {e}");
-                let unavailable = matches!(e, PostError::Unavailable(_));
                 let msg = e.to_string();
                 for (_, reply) in jobs.drain(..) {
-                    let err = if unavailable {
-                        PostError::Unavailable(msg.clone())
-                    } else {
-                        PostError::Log(msg.clone())
-                    };
-                    let _ = reply.send(Err(err));
+                    let _ = reply.send(Err(failed(&e, msg.clone())));
                 }
             }
         }
