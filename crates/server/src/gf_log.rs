@@ -2,19 +2,22 @@
 //! produced to the metadata topic, and the thread that applies the whole log to this
 //! node's `growthforecast.db` (see `sumi_http::growthforecast::replicated`).
 
-use std::sync::atomic::AtomicBool;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sumi_cluster::meta_log::{self, MetaProducer};
 use sumi_cluster::ClusterConfig;
-use sumi_http::growthforecast::replicated::{Applier, OpLog};
+use sumi_http::growthforecast::replicated::{Applier, DataWait, OpLog};
 
 /// The metadata log as GrowthForecast's handlers see it.
 #[derive(Debug)]
 pub(crate) struct KafkaOpLog {
     producer: MetaProducer,
     node_id: u32,
+    cc: ClusterConfig,
 }
 
 impl KafkaOpLog {
@@ -22,6 +25,7 @@ impl KafkaOpLog {
         Ok(KafkaOpLog {
             producer: MetaProducer::new(cc)?,
             node_id: cc.node_id,
+            cc: cc.clone(),
         })
     }
 }
@@ -34,6 +38,39 @@ impl OpLog for KafkaOpLog {
     fn append(&self, payload: &[u8]) -> Result<i64, String> {
         self.producer.append(payload).map_err(|e| format!("{e:#}"))
     }
+
+    fn data_ends(&self) -> Result<Option<BTreeMap<u32, i64>>, String> {
+        sumi_cluster::log_end_offsets(&self.cc, Duration::from_secs(10))
+            .map(|ends| Some((0..).zip(ends).collect()))
+            .map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// A storage node's wait before a delete of the metadata log: until its data consumer
+/// has applied every owned partition up to the end offsets the delete carries, or
+/// `stop`. `next_offset` gives the consumer's next offset of a partition (`None`: not
+/// consumed here, or no consumer yet — a node still copying does not wait).
+pub(crate) fn data_wait(
+    next_offset: impl Fn(u32) -> Option<i64> + Send + 'static,
+    stop: Arc<AtomicBool>,
+) -> DataWait {
+    Box::new(move |ends: &BTreeMap<u32, i64>| {
+        let behind = || {
+            ends.iter()
+                .any(|(&p, &end)| next_offset(p).is_some_and(|next| next < end))
+        };
+        let t0 = std::time::Instant::now();
+        let mut said = false;
+        while behind() && !stop.load(Ordering::Relaxed) {
+            if !said && t0.elapsed() > Duration::from_secs(5) {
+                tracing::info!(
+                    "a growthforecast delete waits for the data topic to be applied up to it"
+                );
+                said = true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    })
 }
 
 /// Starts the thread applying the metadata log to this node's database, from the

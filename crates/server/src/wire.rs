@@ -379,8 +379,21 @@ pub(crate) fn start(
     )?;
     let mut cluster = cluster;
     if let Some(c) = &mut cluster {
-        if let Some(applier) = state.gf.take_applier() {
+        if let Some(mut applier) = state.gf.take_applier() {
             let cc = config.cluster.clone().context("cluster config")?;
+            if cc.role == Role::Storage {
+                // deletes wait for the data topic (see OpMessage::data_ends)
+                let slot = c.consumer.clone();
+                applier.set_data_wait(crate::gf_log::data_wait(
+                    move |p| {
+                        let g = slot.lock();
+                        let stats = g.as_ref()?.stats();
+                        let pr = stats.partitions.get(&p)?;
+                        Some(pr.next.load(std::sync::atomic::Ordering::Relaxed))
+                    },
+                    c.join_stop.clone(),
+                ));
+            }
             c.gf_applier = Some(crate::gf_log::start_applier(
                 cc,
                 applier,

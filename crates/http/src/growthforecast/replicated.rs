@@ -14,7 +14,7 @@
 //! (read-your-writes) and answers with what the applier computed: [`Waiters`] keyed by
 //! the sequence number the op carries with its origin node.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
@@ -43,6 +43,11 @@ pub trait OpLog: Send + Sync + std::fmt::Debug {
     /// Appends one message; returns its offset once Kafka has it (`acks=all`).
     /// Blocking.
     fn append(&self, payload: &[u8]) -> Result<i64, String>;
+    /// The data topic's end offset of every partition, read now (blocking); `None`
+    /// where there is no data topic. A delete carries them (see [`OpMessage::data_ends`]).
+    fn data_ends(&self) -> Result<Option<BTreeMap<u32, i64>>, String> {
+        Ok(None)
+    }
 }
 
 /// One message of the metadata log.
@@ -56,6 +61,13 @@ pub struct OpMessage {
     /// `created_at`/`updated_at`, and a post without a timestamp the same time.
     pub now: i64,
     pub op: Op,
+    /// For an op that deletes series (see [`Op::deletes_data`]): the data topic's end
+    /// offset of every partition when the origin took the request. A storage node
+    /// applies the delete only once its data consumer has passed them, so the points
+    /// acknowledged before the delete are stored before it and deleted by it, not
+    /// stored again after it by a node that was behind on the data topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_ends: Option<BTreeMap<u32, i64>>,
 }
 
 /// A GrowthForecast mutation: what the request asked, validated where that needs no
@@ -80,6 +92,22 @@ pub enum Op {
     DeleteSection { service: String, section: String },
     /// `POST /vrule/api/...` (the rule's time resolved by the origin).
     AddVrule { vrule: Vrule },
+}
+
+impl Op {
+    /// Whether applying the op deletes store series (a graph's, a section's, a
+    /// complex graph's with its graphs).
+    pub fn deletes_data(&self) -> bool {
+        matches!(
+            self,
+            Op::DeleteGraph { .. }
+                | Op::DeleteSection { .. }
+                | Op::DeleteComplex {
+                    with_graphs: true,
+                    ..
+                }
+        )
+    }
 }
 
 /// A graph or complex graph, by id or by names.
@@ -289,9 +317,19 @@ pub struct Applier {
     waiters: Arc<Waiters>,
     next: i64,
     stats: Arc<LogStats>,
+    data_wait: Option<DataWait>,
 }
 
+/// Blocks until this node's data consumer has passed the given end offsets (of the
+/// partitions it stores) — see [`OpMessage::data_ends`].
+pub type DataWait = Box<dyn FnMut(&BTreeMap<u32, i64>) + Send>;
+
 impl Applier {
+    /// Makes deletes wait for this node's data consumer (storage nodes).
+    pub fn set_data_wait(&mut self, wait: DataWait) {
+        self.data_wait = Some(wait);
+    }
+
     /// The applier of `db`. A database with rows but no offset table was not made
     /// from the log: refused.
     pub fn open(
@@ -356,6 +394,7 @@ impl Applier {
             waiters,
             next,
             stats,
+            data_wait: None,
         })
     }
 
@@ -386,6 +425,12 @@ impl Applier {
                 None
             }
         };
+        if let (Some(ends), Some(wait)) = (
+            msg.as_ref().and_then(|m| m.data_ends.as_ref()),
+            self.data_wait.as_mut(),
+        ) {
+            wait(ends);
+        }
         self.sql("BEGIN IMMEDIATE", "starting an op")?;
         let outcome = match &msg {
             None => Err(GfError::BadRequest("unreadable op".into())),
@@ -437,12 +482,19 @@ impl Applier {
 /// Appends `op` to the metadata log and waits until this node has applied it: what
 /// it did, as every node did it.
 pub(crate) fn submit(log: &dyn OpLog, waiters: &Waiters, op: Op) -> Outcome {
+    let data_ends = if op.deletes_data() {
+        log.data_ends()
+            .map_err(|e| PostError::Log(format!("reading the data topic's end: {e}")))?
+    } else {
+        None
+    };
     let (seq, outcome) = waiters.register();
     let msg = OpMessage {
         origin: log.node_id(),
         seq,
         now: crate::unix_now(),
         op,
+        data_ends,
     };
     let payload = serde_json::to_vec(&msg).map_err(|e| GfError::Internal(e.to_string()))?;
     if let Err(e) = log.append(&payload) {
@@ -494,6 +546,7 @@ mod tests {
             seq,
             now,
             op: Op::Posts { posts },
+            data_ends: None,
         })
         .unwrap()
     }
@@ -579,6 +632,7 @@ mod tests {
                     post("m", 4.0, Mode::Modified),
                 ],
             },
+            data_ends: None,
         })
         .unwrap();
         applier.apply(0, &payload).unwrap();
@@ -616,5 +670,52 @@ mod tests {
             Arc::new(Waiters::default()),
         );
         assert!(matches!(err, Err(ApplierError::NotFromLog { rows: 1, .. })));
+    }
+
+    #[test]
+    fn deletes_wait_for_the_data_they_carry() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+        let mut applier = Applier::open(
+            &db,
+            store(dir.path()),
+            SeriesRegistry::new(),
+            3,
+            Arc::new(Waiters::default()),
+        )
+        .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        applier.set_data_wait(Box::new(move |ends| record.lock().push(ends.clone())));
+        let ends: BTreeMap<u32, i64> = [(0, 17), (1, 4)].into_iter().collect();
+        let message = |op: Op, data_ends: Option<BTreeMap<u32, i64>>| {
+            serde_json::to_vec(&OpMessage {
+                origin: 1,
+                seq: 1,
+                now: 1000,
+                op,
+                data_ends,
+            })
+            .unwrap()
+        };
+        let posts = Op::Posts {
+            posts: vec![post("a", 1.0, Mode::Gauge)],
+        };
+        let delete = Op::DeleteSection {
+            service: "svc".into(),
+            section: "sec".into(),
+        };
+        assert!(delete.deletes_data() && !posts.deletes_data());
+        applier.apply(0, &message(posts, None)).unwrap();
+        assert!(seen.lock().is_empty(), "posts do not wait");
+        applier
+            .apply(1, &message(delete, Some(ends.clone())))
+            .unwrap();
+        assert_eq!(*seen.lock(), vec![ends]);
+        assert!(db.graph("svc", "sec", "a").unwrap().is_none());
+        // an op written before the field existed reads as carrying none
+        let old = br#"{"origin":1,"seq":2,"now":1000,"op":{"op":"delete_section","service":"x","section":"y"}}"#;
+        let m: OpMessage = serde_json::from_slice(old).unwrap();
+        assert_eq!(m.data_ends, None);
     }
 }

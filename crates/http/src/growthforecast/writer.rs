@@ -269,6 +269,7 @@ fn post_through_log(
         seq,
         now,
         op: Op::Posts { posts },
+        data_ends: None,
     };
     let payload = serde_json::to_vec(&msg).map_err(|e| PostError::Log(e.to_string()))?;
     if let Err(e) = log.append(&payload) {
