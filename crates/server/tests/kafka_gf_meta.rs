@@ -186,11 +186,16 @@ fn growthforecast_graphs_are_the_same_on_every_node() {
         ],
     );
 
-    // every node has every graph, with the same ids, numbers, colours and times
+    // every node has every graph, with the same ids, numbers, colours and times (the
+    // ingest node first has the burst's posts that another node took)
+    eventually("the burst on the ingest node", 20, || {
+        let burst = json(&ingest, "/api/web/jobs/burst");
+        (burst["number"] == 60)
+            .then_some(())
+            .ok_or_else(|| burst.to_string())
+    });
     let want = graphs(&ingest);
     assert_eq!(want[0].as_array().unwrap().len(), 4, "{:?}", want[0]);
-    let burst = json(&ingest, "/api/web/jobs/burst");
-    assert_eq!(burst["number"], 60, "{burst}");
     let cpu = json(&ingest, "/api/web/load/cpu");
     assert_eq!(cpu["color"], "#112233", "{cpu}");
     for addr in &nodes[1..] {
@@ -269,22 +274,26 @@ fn growthforecast_graphs_are_the_same_on_every_node() {
         "/vrule/api/web/load",
         &[("time", &ts(2)), ("description", "deploy")],
     );
-    let cpu_now = json(&ingest, "/api/web/load/cpu");
-    assert_eq!(
-        (&cpu_now["color"], &cpu_now["description"], &cpu_now["sort"]),
-        (
-            &Value::from("#445566"),
-            &Value::from("cores"),
-            &Value::from(5)
-        ),
-        "the ingest node sees the edit made on a storage node: {cpu_now}"
+    // read-your-writes holds on the node that took each change; the ingest node
+    // applies them a moment later
+    eventually(
+        "the changes made on storage nodes, on the ingest node",
+        20,
+        || {
+            let cpu_now = json(&ingest, "/api/web/load/cpu");
+            let edited = (&cpu_now["color"], &cpu_now["description"], &cpu_now["sort"])
+                == (
+                    &Value::from("#445566"),
+                    &Value::from("cores"),
+                    &Value::from(5),
+                );
+            let vrules = graphs(&ingest).last().unwrap().as_array().unwrap().len();
+            (edited && vrules == 1)
+                .then_some(())
+                .ok_or_else(|| format!("cpu {cpu_now}, {vrules} vertical rules"))
+        },
     );
     let want = graphs(&ingest);
-    assert_eq!(
-        want.last().unwrap().as_array().unwrap().len(),
-        1,
-        "{want:?}"
-    );
     for addr in &nodes[1..] {
         eventually(&format!("node {addr}'s graphs after the edits"), 20, || {
             let got = graphs(addr);
