@@ -27,6 +27,9 @@
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
 //!
+//! The first stage keeps `last_ts` with a sentinel (`i64::MIN`: no point yet) and
+//! `since_alarm` in 32 bits, so a state whose first-stage `last_ts` is `i64::MIN` or
+//! whose `since_alarm` is above `u32::MAX` is refused (neither arises from points).
 //! Every accepted input saves back to exactly itself (the fuzz target checks this).
 //! Version 1 (before the seasonal view: 5 peaks, no seasonal part, a 4,096-cell table
 //! by default), version 2 (before the local view: 6 peaks) and version 3 (before
@@ -122,8 +125,9 @@ impl Detector {
         if two {
             let g = &self.gate;
             b.extend_from_slice(&(self.config().block as u32).to_le_bytes());
-            b.push(u8::from(g.last_ts.is_some()));
-            b.extend_from_slice(&g.last_ts.unwrap_or(0).to_le_bytes());
+            let has_ts = g.last_ts != crate::detector::NO_TS;
+            b.push(u8::from(has_ts));
+            b.extend_from_slice(&(if has_ts { g.last_ts } else { 0 }).to_le_bytes());
             for v in [g.seen, g.ignored] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
@@ -139,10 +143,10 @@ impl Detector {
             ] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
-            for v in [g.count, g.flat_run, g.flat_max] {
+            for v in [u32::from(g.count), g.flat_run, g.flat_max] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
-            b.extend_from_slice(&g.since_alarm.to_le_bytes());
+            b.extend_from_slice(&u64::from(g.since_alarm).to_le_bytes());
             b.push(u8::from(g.first_scored.is_some()));
             b.extend_from_slice(&g.first_scored.unwrap_or(0).to_le_bytes());
             for v in [g.hi, g.lo] {
@@ -363,9 +367,10 @@ fn read_gate(
     let at = r.at;
     let has_ts = r.u8()?;
     let ts = r.u64()? as i64;
+    // `NO_TS` itself is never a point's time (such a point is ignored)
     let last_ts = match (has_ts, ts) {
-        (0, 0) => None,
-        (1, t) => Some(t),
+        (0, 0) => crate::detector::NO_TS,
+        (1, t) if t != crate::detector::NO_TS => t,
         _ => return Err(DecodeError::Invalid("bad first-stage last_ts", at)),
     };
     let seen = r.u64()?;
@@ -391,9 +396,15 @@ fn read_gate(
     if count as usize >= block {
         return Err(DecodeError::Invalid("first-stage block count", r.at - 4));
     }
+    // below `block`, at most 4,096 (`Config::validate`)
+    let count = u16::try_from(count)
+        .map_err(|_| DecodeError::Invalid("first-stage block count", r.at - 4))?;
     let flat_run = r.u32()?;
     let flat_max = r.u32()?;
-    let since_alarm = r.u64()?;
+    // kept in 32 bits (it only counts up to `suppress`): more than 4 billion scored
+    // points since the last alarm is refused rather than saved back otherwise
+    let since_alarm = u32::try_from(r.u64()?)
+        .map_err(|_| DecodeError::Invalid("first-stage points since the alarm", r.at - 8))?;
     let at = r.at;
     let first_scored = match (r.u8()?, r.u64()? as i64) {
         (0, 0) => None,
@@ -433,6 +444,7 @@ fn read_gate(
         flat_run,
         flat_max,
         since_alarm,
+        scored: first_scored.is_some(),
         first_scored,
         zs: [0.0; 5],
     })

@@ -278,6 +278,10 @@ impl Config {
         if self.settle > 1 << 20 {
             return bad("settle must be at most 1048576 blocks");
         }
+        if self.suppress > 1 << 20 {
+            // the first stage counts up to it in 32 bits (saturating)
+            return bad("suppress must be at most 1048576 points");
+        }
         if self.block > 4096 {
             return bad("block must be 0..=4096 points");
         }

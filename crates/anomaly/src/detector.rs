@@ -27,6 +27,8 @@
 //! accepted time (late, repeated or out of order) and a non-finite value are ignored:
 //! `update` returns `None`, counts them in [`Detector::ignored`] and leaves the state as
 //! it was, so a burst of replayed or delayed points cannot corrupt what was learnt.
+//! (A two-stage detector also ignores a point at `i64::MIN` seconds, its first
+//! stage's mark for "no point yet".)
 
 use crate::config::Config;
 
@@ -51,6 +53,21 @@ fn half_one(z: f64) -> f64 {
         return 0.0;
     }
     1.0 - (-z * z * std::f64::consts::LN_2).exp()
+}
+
+/// [`half_one`]`(z)` where that is at least `at_least` (in `[0, 1]`); below it, some
+/// value below `at_least`, where the formula clearly gives less: then without the
+/// `exp`. Clearly: `1 − e^(−y) ≤ y`, so `y` below 0.99 of `at_least` (less a
+/// margin for small settings) leaves the computed score, within the `exp`'s error
+/// of an ulp, below `at_least`.
+fn half_one_or_below(z: f64, at_least: f64) -> f64 {
+    // what `half_one` computes, `-z * z * LN_2`, negated (exactly: rounding is
+    // symmetric)
+    let y = z * z * std::f64::consts::LN_2;
+    if y < 0.99 * at_least - 1e-12 {
+        return 0.0;
+    }
+    half_one(z)
 }
 
 /// The first stage's spread surprise of the ratio `r` of the recent to the usual
@@ -182,18 +199,26 @@ pub(crate) struct State {
     pub(crate) first_scored: Option<i64>,
 }
 
+/// `Gate::last_ts` of a first stage that has accepted no point yet. A point at this
+/// time (`i64::MIN` seconds) is therefore ignored by a two-stage detector, as a late one.
+pub(crate) const NO_TS: i64 = i64::MIN;
+
 /// The first stage of a two-stage detector ([`Config::block`] of 2 or more): a few
 /// words read and written by every point, where the full detector (the second stage)
-/// runs once per block. Saved and restored by [`crate::codec`] (version 5).
+/// runs once per block. Saved and restored by [`crate::codec`] (version 6).
 ///
-/// `repr(C)`, in the order a point reads them, with the detector's settings pointer
-/// just before it ([`Detector`] is `repr(C)` too): a point of a two-stage detector
-/// touches four adjacent cache lines of its series' state, which the server fetches
-/// ahead of the point ([`Detector::hot_bytes`]).
-#[derive(Clone, Debug, Default, PartialEq)]
+/// `repr(C)`: what every point reads and writes comes first (112 bytes: with the
+/// settings pointer just before it, [`Detector`] being `repr(C)` too, 120 bytes, two
+/// cache lines of the server's cache-line-aligned slot, [`Detector::hot_bytes`]);
+/// what only a few points touch follows (the time of the first score, the count of
+/// ignored points, the surprises kept for explanations). Hence the narrow fields:
+/// `last_ts` with a sentinel instead of an `Option`, and counters that are only
+/// compared with small settings in 32 or 16 bits.
+#[derive(Clone, Debug, PartialEq)]
 #[repr(C)]
 pub(crate) struct Gate {
-    pub(crate) last_ts: Option<i64>,
+    /// Time of the last accepted point; [`NO_TS`] before the first.
+    pub(crate) last_ts: i64,
     /// Accepted points.
     pub(crate) seen: u64,
     /// Usual time between points (seconds), 0 until two points were seen.
@@ -209,25 +234,59 @@ pub(crate) struct Gate {
     pub(crate) jump_fast: f64,
     /// Decaying maximum of past first-stage surprises.
     pub(crate) peak: f64,
-    /// Sum and count of the points of the block being filled.
+    /// Sum of the points of the block being filled.
     pub(crate) sum: f64,
     /// Largest and smallest value of the block being filled (the second stage's point
     /// views see the one further from their median; meaningless while `count` is 0).
     pub(crate) hi: f64,
     pub(crate) lo: f64,
-    /// Accepted points since the last alarm (saturating).
-    pub(crate) since_alarm: u64,
-    pub(crate) count: u32,
+    /// Scored points since the last alarm, saturating at `u32::MAX`: it is only
+    /// compared with `Config::suppress`, which is far below (saved as 64 bits).
+    pub(crate) since_alarm: u32,
     /// Points in a row equal to their previous one, and the longest such run that ended.
     pub(crate) flat_run: u32,
     pub(crate) flat_max: u32,
+    /// Points of the block being filled (below `Config::block`, at most 4,096).
+    pub(crate) count: u16,
+    /// Whether a point was scored (`first_scored` is set), so that a point need not
+    /// read `first_scored`.
+    pub(crate) scored: bool,
+    // Touched by few points: not among the lines the server fetches ahead.
     /// Time of the first scored point.
     pub(crate) first_scored: Option<i64>,
-    /// The first stage's surprises behind the last score (point, gap, flatline, step,
-    /// spread); not saved (explanations only).
-    pub(crate) zs: [f64; 5],
     /// Late, repeated, out-of-order or non-finite points.
     pub(crate) ignored: u64,
+    /// The first stage's surprises behind the last score (point, gap, flatline, step,
+    /// spread), kept when the caller will explain the score
+    /// ([`Detector::update_explaining`]); not saved.
+    pub(crate) zs: [f64; 5],
+}
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate {
+            last_ts: NO_TS,
+            seen: 0,
+            step: 0.0,
+            level: 0.0,
+            dev: 0.0,
+            prev: 0.0,
+            jump: 0.0,
+            jump_fast: 0.0,
+            peak: 0.0,
+            sum: 0.0,
+            hi: 0.0,
+            lo: 0.0,
+            since_alarm: 0,
+            flat_run: 0,
+            flat_max: 0,
+            count: 0,
+            scored: false,
+            first_scored: None,
+            ignored: 0,
+            zs: [0.0; 5],
+        }
+    }
 }
 
 /// One series' detector. Feed it the series' points in time order with [`update`].
@@ -368,15 +427,16 @@ impl Detector {
 
     /// How many bytes from the start of the detector the next point reads and writes
     /// (its window, table and profile are elsewhere): for a two-stage detector whose
-    /// block does not end with that point, its settings pointer and its first stage
-    /// ([`Gate`], laid out right after the pointer, up to its count of ignored points,
-    /// which only an ignored point reads); otherwise the whole struct. A caller with
-    /// many series to update can ask the CPU to fetch these bytes of each of them
-    /// ahead (a prefetch), so the state of many series comes in from memory at once
-    /// instead of one after another.
+    /// block does not end with that point, its settings pointer and the first lines
+    /// of its first stage ([`Gate`], up to the time of its first score, which only
+    /// the first scored point reads), when fed by [`Detector::update_explaining`]
+    /// without `explain`; otherwise the whole struct. A caller with many series to
+    /// update can ask the CPU to fetch these bytes of each of them ahead (a
+    /// prefetch), so the state of many series comes in from memory at once instead
+    /// of one after another.
     pub fn hot_bytes(&self) -> usize {
         if self.cfg.two_stage() && (self.gate.count as usize + 1) < self.cfg.block {
-            std::mem::offset_of!(Detector, gate) + std::mem::offset_of!(Gate, ignored)
+            std::mem::offset_of!(Detector, gate) + std::mem::offset_of!(Gate, first_scored)
         } else {
             std::mem::size_of::<Detector>()
         }
@@ -384,10 +444,23 @@ impl Detector {
 
     /// Takes the point `(ts, value)` (ts in seconds) and returns its anomaly score in
     /// `[0, 1]`, or `None` when the point was ignored (see the module doc) or the
-    /// detector is still in its warm-up and has no opinion yet.
+    /// detector is still in its warm-up and has no opinion yet. [`Detector::views`]
+    /// then explains the score.
     pub fn update(&mut self, ts: i64, value: f64) -> Option<f64> {
+        self.update_explaining(ts, value, true)
+    }
+
+    /// [`Detector::update`] for a caller that asks for [`Detector::views`] only
+    /// after some points: the score is the same, but a two-stage detector keeps the
+    /// surprises behind it (for [`Detector::views`]) only when `explain` is true or
+    /// the score is at or above the alarm (`Config::alarm`); after any other point
+    /// its views describe an earlier one. Keeping them costs a write to a cache line
+    /// that the point would not touch otherwise ([`Detector::hot_bytes`]), for every
+    /// point of every series: the server explains the points of a series with an
+    /// open event and the alarms, and nothing else.
+    pub fn update_explaining(&mut self, ts: i64, value: f64, explain: bool) -> Option<f64> {
         if self.cfg.two_stage() {
-            return self.update_two(ts, value);
+            return self.update_two(ts, value, explain);
         }
         self.update_full(ts, value, None)
             .map(|s| if s < self.cfg.quiet { 0.0 } else { s })
@@ -404,14 +477,15 @@ impl Detector {
     }
 
     /// The two-stage update (module doc of [`Gate`], `Config::block`).
-    fn update_two(&mut self, ts: i64, x: f64) -> Option<f64> {
+    fn update_two(&mut self, ts: i64, x: f64, explain: bool) -> Option<f64> {
         let g = &mut self.gate;
-        if !x.is_finite() || g.last_ts.is_some_and(|last| ts <= last) {
+        // `ts <= NO_TS` only for `ts == NO_TS`, which is ignored (see `NO_TS`)
+        if !x.is_finite() || ts <= g.last_ts {
             g.ignored += 1;
             return None;
         }
         let cfg = &self.cfg;
-        let dt = g.last_ts.map(|last| ts.saturating_sub(last) as f64);
+        let dt = (g.last_ts != NO_TS).then(|| ts.saturating_sub(g.last_ts) as f64);
         let z_gap = match dt {
             Some(dt) if g.step > 0.0 => dt / g.step / cfg.gap_half,
             _ => 0.0,
@@ -438,15 +512,18 @@ impl Detector {
             g.flat_run = 0;
         }
         let z_flat = g.flat_run as f64 / g.flat_max.max(16) as f64 / cfg.flat_half;
-        g.zs = [z_point, z_gap, z_flat, z_jump, z_spread];
+        let zs = [z_point, z_gap, z_flat, z_jump, z_spread];
         // A flatline's surprise grows point by point, so its own past peak would keep
         // up with it: it is scored as it is, not against the peak.
         let z = z_point.max(z_gap).max(z_jump).max(z_spread);
         let first = if g.seen >= cfg.warmup as u64 {
             let peak = g.peak.max(cfg.peak_floor);
             let r = z / peak;
-            let s = half_one(r);
-            let incident = g.since_alarm < cfg.suppress as u64 || s >= cfg.alarm;
+            // Below `quiet` (at most `alarm`) this score is only compared with the
+            // two, and comes out as 0 or under the second stage's: where it clearly
+            // is below, it is not computed (most points: no `exp`).
+            let s = half_one_or_below(r, cfg.quiet);
+            let incident = u64::from(g.since_alarm) < cfg.suppress as u64 || s >= cfg.alarm;
             let zc = if incident && cfg.incident_cap > 0.0 {
                 z.min(cfg.incident_cap * peak)
             } else {
@@ -482,7 +559,7 @@ impl Detector {
             g.jump += (d - g.jump) / (g.seen.min(127) + 1) as f64;
         }
         g.prev = x;
-        g.last_ts = Some(ts);
+        g.last_ts = ts;
         g.seen += 1;
         g.sum += x;
         if g.count == 0 {
@@ -505,18 +582,25 @@ impl Detector {
         } else {
             None
         };
+        let cfg = &self.cfg;
+        let g = &mut self.gate;
         let raw = match (first, second) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
-        }?;
-        let cfg = &self.cfg;
-        let g = &mut self.gate;
-        let out = if g.since_alarm < cfg.suppress as u64 {
+        };
+        let Some(raw) = raw else {
+            if explain {
+                g.zs = zs;
+            }
+            return None;
+        };
+        let out = if u64::from(g.since_alarm) < cfg.suppress as u64 {
             raw * cfg.damp
         } else {
             raw
         };
-        if g.first_scored.is_none() {
+        if !g.scored {
+            g.scored = true;
             g.first_scored = Some(ts);
         }
         if raw >= cfg.alarm {
@@ -525,7 +609,11 @@ impl Detector {
             g.since_alarm = g.since_alarm.saturating_add(1);
         }
         let out = out.clamp(0.0, 1.0);
-        Some(if out < cfg.quiet { 0.0 } else { out })
+        let out = if out < cfg.quiet { 0.0 } else { out };
+        if explain || out >= cfg.alarm {
+            g.zs = zs;
+        }
+        Some(out)
     }
 
     /// The full detector's update: the score before `quiet`. `extremes` (the second
@@ -945,7 +1033,28 @@ fn kth_abs_dev(v: &[f64], mid: usize, k: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{insert_sorted, kth_abs_dev, replace_sorted};
+    use super::{half_one, half_one_or_below, insert_sorted, kth_abs_dev, replace_sorted};
+
+    /// Skipping the `exp` where the score is clearly below the bar changes nothing
+    /// at or above it, and gives something below it where it was below: checked on a
+    /// fine grid around each bar, the bars' own edges included.
+    #[test]
+    fn half_one_or_below_agrees_at_and_above_the_bar() {
+        let mut skipped = 0;
+        for q in [0.0, 1e-13, 1e-11, 1e-6, 0.05, 0.3, 0.6, 0.999, 1.0] {
+            for i in 0..200_000 {
+                let z = i as f64 * 2e-5;
+                let (s, t) = (half_one(z), half_one_or_below(z, q));
+                if s >= q {
+                    assert_eq!(t.to_bits(), s.to_bits(), "z {z} bar {q}");
+                } else {
+                    assert!(t < q && (t == s || t == 0.0), "z {z} bar {q}: {t}");
+                }
+                skipped += usize::from(t != s);
+            }
+        }
+        assert!(skipped > 100_000, "{skipped}");
+    }
 
     /// Replacing in place leaves what removing and inserting leaves, ties included.
     #[test]

@@ -288,6 +288,97 @@ fn two_stage_restart_continuity() {
     assert!(det.state_bytes() < 16 * 1024, "{} bytes", det.state_bytes());
 }
 
+/// `update_explaining` without `explain` (the server's way) gives the same scores and
+/// state as `update`, and the same views wherever it is asked to explain and wherever
+/// the score reaches the alarm; ignored points stay ignored.
+#[test]
+fn two_stage_scores_alike_without_explanations() {
+    let cfg = Config::default();
+    let points = series(3000);
+    let mut explained = Detector::new(cfg.clone());
+    let mut lean = Detector::new(cfg.clone());
+    let (mut alarms, mut asked) = (0, 0);
+    for (i, &(ts, v)) in points.iter().enumerate() {
+        let explain = i % 5 == 0;
+        let want = explained.update(ts, v);
+        let got = lean.update_explaining(ts, v, explain);
+        assert_eq!(
+            got.map(f64::to_bits),
+            want.map(f64::to_bits),
+            "score at {i}"
+        );
+        if want.is_some_and(|s| s >= cfg.alarm) {
+            alarms += 1;
+            assert_eq!(lean.views(), explained.views(), "views at the alarm at {i}");
+        } else if explain {
+            asked += 1;
+            assert_eq!(lean.views(), explained.views(), "views asked for at {i}");
+        }
+        if i % 89 == 0 {
+            assert_eq!(lean.update_explaining(ts, v + 1.0, false), None);
+            assert_eq!(explained.update(ts, v + 1.0), None);
+        }
+    }
+    assert!(
+        alarms > 0 && asked > 0,
+        "{alarms} alarms, {asked} explained"
+    );
+    assert_eq!(lean.save(), explained.save());
+    assert_eq!(lean.ignored(), explained.ignored());
+}
+
+/// The first stage keeps its time with a sentinel and counts the scored points since
+/// its last alarm in 32 bits: a point at `i64::MIN` seconds is ignored, and a saved
+/// state holding either value out of that range is refused (it could not be saved
+/// back to the same bytes).
+#[test]
+fn two_stage_narrow_fields_are_checked() {
+    let cfg = Config::default();
+    let mut det = Detector::new(cfg.clone());
+    assert_eq!(det.update(i64::MIN, 1.0), None);
+    assert_eq!((det.seen(), det.ignored()), (0, 1));
+    det.update(i64::MIN + 1, 1.0);
+    assert_eq!(det.seen(), 1);
+    let points = series(200);
+    let mut det = Detector::new(cfg.clone());
+    run(&mut det, &points);
+    let saved = det.save();
+    // the first stage's tail: since_alarm u64 | has_first_scored u8 | first_scored i64
+    // | hi f64 | lo f64 | crc u32
+    let since_alarm_at = saved.len() - 4 - 16 - 9 - 8;
+    let with = |at: usize, bytes: &[u8]| {
+        let mut b = saved[..saved.len() - 4].to_vec();
+        b[at..at + bytes.len()].copy_from_slice(bytes);
+        let crc = crc32c::crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    };
+    let ok = with(since_alarm_at, &u64::from(u32::MAX).to_le_bytes());
+    let restored = Detector::restore(cfg.clone(), &ok).expect("since_alarm u32::MAX");
+    assert_eq!(restored.save(), ok);
+    let far = with(since_alarm_at, &(1u64 << 32).to_le_bytes());
+    assert!(matches!(
+        Detector::restore(cfg.clone(), &far),
+        Err(DecodeError::Invalid(..))
+    ));
+    // the first stage's last_ts: the 9 bytes after its block (u32), which follows
+    // the full detector's first_scored (9 bytes) — found by its value
+    let last = points.last().expect("points").0.to_le_bytes();
+    let at = saved
+        .windows(9)
+        .rposition(|w| w[0] == 1 && w[1..] == last)
+        .expect("first-stage last_ts");
+    let mut later = vec![1u8];
+    later.extend_from_slice(&(points.last().expect("points").0 + 1).to_le_bytes());
+    Detector::restore(cfg.clone(), &with(at, &later)).expect("another last_ts");
+    let mut min = vec![1u8];
+    min.extend_from_slice(&i64::MIN.to_le_bytes());
+    assert!(matches!(
+        Detector::restore(cfg.clone(), &with(at, &min)),
+        Err(DecodeError::Invalid(..))
+    ));
+}
+
 /// A two-stage state saved before the block's extremes were kept (version 5) is still
 /// read: cut at a block's end (nothing of the block to lose) the scores continue
 /// exactly; cut inside a block they continue with scores in [0, 1] and the state

@@ -186,22 +186,24 @@ enum Slot {
 }
 
 ///
-/// `repr(C)` and cache-line aligned: what a point reads and writes (the first three
-/// fields, the detector's settings pointer and, for a two-stage detector, its first
-/// stage) sits in the first four cache lines, which [`Engine::score`] fetches for
-/// many series at once before it updates them one by one
-/// ([`Watched::prefetch_first`]; a test checks that they fit).
+/// `repr(C)` and cache-line aligned: what a point reads and writes (the first two
+/// fields, the detector's settings pointer and, for a two-stage detector, the hot
+/// part of its first stage) sits in the first two cache lines, which
+/// [`Engine::score`] fetches for many series at once before it updates them one by
+/// one ([`Watched::prefetch_first`]; a test checks that they fit).
 #[repr(C, align(64))]
 struct Watched {
-    /// Wall-clock second of the series' last point in this process (its start for a
-    /// restored series): an open event of a series gone quiet is closed.
-    last_arrival: i64,
     /// Restored or created in this process and not yet caught up with the store.
     needs_history: bool,
     /// `tracker.open.is_some()`, kept here so that a point of a series without an
     /// open event that scores below the alarm reads nothing of the tracker.
     open: bool,
     det: Detector,
+    /// Wall-clock second of the series' last point in this process while it has an
+    /// open event (set when the event opens, and by every point while it is open;
+    /// its start for a restored series): an open event of a series gone quiet is
+    /// closed. Not written otherwise, so that a point touches only the first lines.
+    last_arrival: i64,
     /// The series' name when the detector took it on (a delete or a rename moves the
     /// detector to [`Engine::detached`] under this name, where today's name finds it).
     name: Box<str>,
@@ -220,7 +222,7 @@ impl Watched {
     /// The first lines of a watched series' state, which every point reads: this
     /// struct's first fields, the detector's settings pointer and (two-stage) first
     /// stage. See [`Watched::prefetch_rest`] for the rest.
-    const FIRST_BYTES: usize = 256;
+    const FIRST_BYTES: usize = 128;
 
     /// Starts loading [`Watched::FIRST_BYTES`], reading nothing of it.
     fn prefetch_first(&self) {
@@ -629,12 +631,16 @@ impl Engine {
                 let Slot::Watched(w) = &mut sh.slots[id as usize / SHARDS] else {
                     continue;
                 };
-                w.last_arrival = now;
+                if w.open {
+                    w.last_arrival = now;
+                }
                 if w.needs_history {
                     w.needs_history = false;
                     self.catch_up(name, w, p.ts, placed_at);
                 }
-                let Some(score) = w.det.update(p.ts, p.value) else {
+                // the views are read below for a series with an open event, and
+                // for an alarm (which keeps them anyway)
+                let Some(score) = w.det.update_explaining(p.ts, p.value, w.open) else {
                     out.unscored += 1;
                     continue;
                 };
@@ -655,6 +661,10 @@ impl Engine {
                 }
                 let views = w.det.views();
                 let change = w.tracker.observe(name, p.ts, score, &views, alarm);
+                if !w.open {
+                    // an event opened with this point
+                    w.last_arrival = now;
+                }
                 w.open = w.tracker.open.is_some();
                 if change != Change::None {
                     changes.push(change);
