@@ -46,9 +46,12 @@ use webhook::{Notifier, WebhookOptions};
 
 /// Shards of the series map (a power of two).
 const SHARDS: usize = 64;
-/// How many points ahead of the one being scored [`Engine::score`] fetches the rest of
-/// a series' state (enough for a load from memory to arrive during the points between).
-const AHEAD: usize = 8;
+/// How many points ahead of the one being scored [`Engine::score`] fetches a series'
+/// slot, the first lines of its state, and the rest of what its point reads (each
+/// enough for a load from memory to arrive during the points between).
+const SLOT_AHEAD: usize = 32;
+const AHEAD: usize = 16;
+const REST_AHEAD: usize = 6;
 /// How far back a series without saved state looks for history to learn from (within
 /// the finest archive of the usual retentions, which whisper's archive choice reads).
 const HISTORY_SECS: i64 = 6 * 3600;
@@ -587,11 +590,16 @@ impl Engine {
             }
             let mut sh = shard.lock().expect("shard");
             // The slots and the state of the group's series are fetched from memory
-            // in two passes of prefetches before the points go through their
-            // detectors, so that their cache misses overlap instead of following one
-            // another: each series' state is touched once per 100,000 points on a
-            // wide load, so nearly every line of it misses. (Loads instead of
-            // prefetches here, as session 7 did, keep the core waiting on each.)
+            // ahead of their points, so that their cache misses overlap with one
+            // another and with the detectors' work: each series' state is touched
+            // once per 100,000 points on a wide load, so nearly every line of it
+            // misses. While point j goes through its detector, the slot of the point
+            // `SLOT_AHEAD` places on is fetched, the first lines of the state of the
+            // one `AHEAD` places on (its slot has arrived by then; a series seen for
+            // the first time gets its entry here), and the rest of what the one
+            // `REST_AHEAD` places on will read (its first lines have arrived).
+            // (Session 8 fetched all slots, then all states, before the first
+            // point: the core then waits on the prefetches, with nothing to do.)
             let top = group
                 .iter()
                 .map(|&k| points[k as usize].2 as usize / SHARDS)
@@ -600,30 +608,28 @@ impl Engine {
             if sh.slots.len() <= top {
                 sh.slots.resize_with(top + 1, Slot::default);
             }
-            for &k in group {
-                prefetch_at(&sh.slots, points[k as usize].2 as usize / SHARDS);
+            let at = |j: usize| points[group[j] as usize];
+            for j in 0..group.len().min(SLOT_AHEAD) {
+                prefetch_at(&sh.slots, at(j).2 as usize / SHARDS);
             }
-            for &k in group {
-                let (name, _, id) = points[k as usize];
-                let slot = &mut sh.slots[id as usize / SHARDS];
-                if let Slot::Unseen = slot {
-                    *slot = self.first_sight(name, now);
-                }
-                if let Slot::Watched(w) = slot {
-                    w.prefetch_first();
-                }
+            for j in 0..group.len().min(AHEAD) {
+                self.sight(&mut sh, at(j).0, at(j).2, now);
             }
-            // The points through their detectors, each fetching the rest of the state
-            // of the point `AHEAD` places on (its first lines have arrived by then).
-            for &k in group.iter().take(AHEAD) {
-                if let Slot::Watched(w) = &sh.slots[points[k as usize].2 as usize / SHARDS] {
+            for j in 0..group.len().min(REST_AHEAD) {
+                if let Slot::Watched(w) = &sh.slots[at(j).2 as usize / SHARDS] {
                     w.prefetch_rest();
                 }
             }
             for (j, &k) in group.iter().enumerate() {
-                if let Some(&ahead) = group.get(j + AHEAD) {
-                    let i = points[ahead as usize].2 as usize / SHARDS;
-                    if let Slot::Watched(w) = &sh.slots[i] {
+                if j + SLOT_AHEAD < group.len() {
+                    prefetch_at(&sh.slots, at(j + SLOT_AHEAD).2 as usize / SHARDS);
+                }
+                if j + AHEAD < group.len() {
+                    let (name, _, id) = at(j + AHEAD);
+                    self.sight(&mut sh, name, id, now);
+                }
+                if j + REST_AHEAD < group.len() {
+                    if let Slot::Watched(w) = &sh.slots[at(j + REST_AHEAD).2 as usize / SHARDS] {
                         w.prefetch_rest();
                     }
                 }
@@ -676,6 +682,18 @@ impl Engine {
             }
         }
         out
+    }
+
+    /// The entry of the series `name` at `id` ([`Engine::first_sight`] when it has
+    /// none yet), and a prefetch of the first lines of its state.
+    fn sight(&self, sh: &mut Shard, name: &str, id: u32, now: i64) {
+        let slot = &mut sh.slots[id as usize / SHARDS];
+        if let Slot::Unseen = slot {
+            *slot = self.first_sight(name, now);
+        }
+        if let Slot::Watched(w) = slot {
+            w.prefetch_first();
+        }
     }
 
     /// Before its first point in this process: a restored detector takes the stored
