@@ -496,26 +496,35 @@ impl Detector {
         let floor = 1e-9 * (1.0 + g.level.abs());
         let d = (x - g.prev).abs();
         let fast = g.jump_fast + (d - g.jump_fast) / 8.0;
-        let (z_point, z_jump, z_spread) = if g.seen >= 8 {
+        // The point and step checks share their last division: the larger of the
+        // two quotients divided once is the larger of the two divided apart (a
+        // division by a positive number keeps the order, after rounding too), so
+        // each is divided on its own only for an explanation.
+        let (q_point, q_jump, z_spread) = if g.seen >= 8 {
             (
-                (x - g.level).abs() / g.dev.max(floor) / cfg.gate_half,
-                d / g.jump.max(floor) / cfg.gate_half,
+                (x - g.level).abs() / g.dev.max(floor),
+                d / g.jump.max(floor),
                 spread_z((fast + floor) / (g.jump + floor), cfg.spread_half),
             )
         } else {
             (0.0, 0.0, 0.0)
         };
+        let z_point_jump = q_point.max(q_jump) / cfg.gate_half;
         if g.seen > 0 && x == g.prev {
             g.flat_run = g.flat_run.saturating_add(1);
         } else {
             g.flat_max = g.flat_max.max(g.flat_run);
             g.flat_run = 0;
         }
-        let z_flat = g.flat_run as f64 / g.flat_max.max(16) as f64 / cfg.flat_half;
-        let zs = [z_point, z_gap, z_flat, z_jump, z_spread];
+        // (no run: 0, as the division gives, without it)
+        let z_flat = if g.flat_run == 0 {
+            0.0
+        } else {
+            g.flat_run as f64 / g.flat_max.max(16) as f64 / cfg.flat_half
+        };
         // A flatline's surprise grows point by point, so its own past peak would keep
         // up with it: it is scored as it is, not against the peak.
-        let z = z_point.max(z_gap).max(z_jump).max(z_spread);
+        let z = z_point_jump.max(z_gap).max(z_spread);
         let first = if g.seen >= cfg.warmup as u64 {
             let peak = g.peak.max(cfg.peak_floor);
             let r = z / peak;
@@ -539,7 +548,12 @@ impl Detector {
         if g.seen == 0 {
             g.level = x;
         } else {
-            let w = 1.0 / (g.seen.min(31) + 1) as f64;
+            // (past the first 32 points the weights are powers of two: no division)
+            let w = if g.seen >= 31 {
+                1.0 / 32.0
+            } else {
+                1.0 / (g.seen + 1) as f64
+            };
             let r = x - g.level;
             let (rc, ac) = if g.seen >= 8 {
                 let lim = 4.0 * g.dev.max(floor);
@@ -556,7 +570,11 @@ impl Detector {
                 d
             };
             // slower than the level: a noise burst must not become usual within it
-            g.jump += (d - g.jump) / (g.seen.min(127) + 1) as f64;
+            g.jump += if g.seen >= 127 {
+                (d - g.jump) / 128.0
+            } else {
+                (d - g.jump) / (g.seen + 1) as f64
+            };
         }
         g.prev = x;
         g.last_ts = ts;
@@ -588,9 +606,18 @@ impl Detector {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        let zs = || {
+            [
+                q_point / cfg.gate_half,
+                z_gap,
+                z_flat,
+                q_jump / cfg.gate_half,
+                z_spread,
+            ]
+        };
         let Some(raw) = raw else {
             if explain {
-                g.zs = zs;
+                g.zs = zs();
             }
             return None;
         };
@@ -611,7 +638,7 @@ impl Detector {
         let out = out.clamp(0.0, 1.0);
         let out = if out < cfg.quiet { 0.0 } else { out };
         if explain || out >= cfg.alarm {
-            g.zs = zs;
+            g.zs = zs();
         }
         Some(out)
     }
