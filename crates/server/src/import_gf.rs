@@ -10,7 +10,8 @@
 //! under the same names takes GrowthForecast's settings), complex graphs (their items
 //! mapped to the sumi ids of their graphs), vertical rules (those not already there).
 //! With `--data-dir` the rows go into sumi's `growthforecast.db` directly, keeping
-//! GrowthForecast's ids where they are free; with `--url` through GrowthForecast's API
+//! GrowthForecast's ids where they are free; with `--url` (or `--config` of a cluster
+//! node, which then imports through that running node) through GrowthForecast's API
 //! on the server (`POST /api/...` creates a graph with its current number, then
 //! `/json/edit/graph/:id`, `/json/create/complex`, `/vrule/api`), after its history,
 //! so that the series is created with the files' archives.
@@ -503,7 +504,23 @@ pub(crate) fn run(
 
     let opts = job_options(flags, "growthforecast")?;
 
-    let (target, store, meta): Targets = match &flags.url {
+    // a cluster node's configuration: through that node, which must be running (its
+    // store and database are the cluster's, written only from the logs)
+    let cluster_url = match (&flags.url, &flags.config) {
+        (None, Some(_)) => Config::load(&ServeFlags::files(
+            flags.config.clone(),
+            flags.data_dir.clone(),
+        ))?
+        .cluster_node_url(),
+        _ => None,
+    };
+    if let Some(url) = &cluster_url {
+        eprintln!(
+            "sumi import: the configuration is a cluster node's: importing through it at {url} \
+             (graphs through the metadata log, points through the data topic)"
+        );
+    }
+    let (target, store, meta): Targets = match flags.url.as_ref().or(cluster_url.as_ref()) {
         Some(url) => {
             let token = token_from_file(flags.token_file.as_deref())?;
             let base = url.trim_end_matches('/').to_string();
