@@ -111,3 +111,44 @@ pub(crate) fn start_applier(
         })
         .context("starting the growthforecast log applier")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sumi_cluster::consumer::write_offsets;
+
+    #[test]
+    fn a_delete_waits_for_the_consumers_checkpoint_not_only_its_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("offsets");
+        let at = |o: i64| -> BTreeMap<u32, i64> { [(0, o), (1, o)].into_iter().collect() };
+        write_offsets(&path, "t", &at(5)).unwrap();
+        // the consumer has applied partition 0 up to 10 (1 is not consumed here)
+        let mut wait = data_wait(
+            |p| (p == 0).then_some(10),
+            path.clone(),
+            "t".into(),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let ends: BTreeMap<u32, i64> = [(0, 10), (1, 99)].into_iter().collect();
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                write_offsets(&path, "t", &at(10)).unwrap();
+            })
+        };
+        let t0 = std::time::Instant::now();
+        wait(&ends);
+        assert!(
+            t0.elapsed() >= Duration::from_millis(250),
+            "returned before the checkpoint reached the ends: {:?}",
+            t0.elapsed()
+        );
+        writer.join().unwrap();
+        // checkpointed: at once
+        let t0 = std::time::Instant::now();
+        wait(&ends);
+        assert!(t0.elapsed() < Duration::from_millis(100));
+    }
+}
