@@ -504,23 +504,14 @@ pub(crate) fn run(
 
     let opts = job_options(flags, "growthforecast")?;
 
-    // a cluster node's configuration: through that node, which must be running (its
-    // store and database are the cluster's, written only from the logs)
-    let cluster_url = match (&flags.url, &flags.config) {
-        (None, Some(_)) => Config::load(&ServeFlags::files(
-            flags.config.clone(),
-            flags.data_dir.clone(),
-        ))?
-        .cluster_node_url(),
-        _ => None,
+    let url = match &flags.url {
+        Some(u) => Some(u.clone()),
+        None => crate::import::cluster_node_url(
+            flags,
+            "graphs through the metadata log, points through the data topic",
+        )?,
     };
-    if let Some(url) = &cluster_url {
-        eprintln!(
-            "sumi import: the configuration is a cluster node's: importing through it at {url} \
-             (graphs through the metadata log, points through the data topic)"
-        );
-    }
-    let (target, store, meta): Targets = match flags.url.as_ref().or(cluster_url.as_ref()) {
+    let (target, store, meta): Targets = match &url {
         Some(url) => {
             let token = token_from_file(flags.token_file.as_deref())?;
             let base = url.trim_end_matches('/').to_string();
