@@ -119,12 +119,28 @@ fn check_rows(addr: &str, g: &Value, t: &str, want: &[(i64, f64)], from: i64, un
     );
 }
 
-/// What a storage node holds itself of every series, over 400 days.
-fn local(addr: &str) -> kafka::Points {
-    kafka::points_of(&http_get(
-        addr,
-        "/render?target=*.*.*&from=-400d&format=json&local=1",
-    ))
+/// What a storage node holds itself of every series, as each archive holds the points
+/// written into it (not the rollups of finer archives, which a replica computes when it
+/// seals a partition): the 1-minute archive over the last three days, the 30-minute
+/// one from 21 to 6 days ago, the daily one beyond 115 days; keyed by view and series.
+fn local(addr: &str, t0: i64) -> kafka::Points {
+    let mut out = kafka::Points::new();
+    for (from, until) in [(3 * DAY, 0), (20 * DAY, 6 * DAY), (400 * DAY, 115 * DAY)] {
+        let got = kafka::points_of(&http_get(
+            addr,
+            &format!("/render?target=*.*.*&from=-{from}s&format=json&local=1"),
+        ));
+        for (name, points) in got {
+            let kept: Series = points
+                .into_iter()
+                .filter(|(ts, _)| until == 0 || *ts < t0 - until)
+                .collect();
+            if !kept.is_empty() {
+                out.insert(format!("{from} {name}"), kept);
+            }
+        }
+    }
+    out
 }
 
 #[test]
@@ -195,12 +211,13 @@ fn growthforecast_import_into_a_cluster_reaches_every_node() {
     loop {
         by_series.clear();
         for (n, addr) in nodes.iter().enumerate().skip(1) {
-            for (name, points) in local(addr) {
+            for (name, points) in local(addr, t0) {
                 by_series.entry(name).or_default().push((n, points));
             }
         }
-        // the six graphs with files, and the two without (their post's point)
-        let settled = by_series.len() == 8
+        // the six graphs with files in every view, and the two without (their post's
+        // point) in the last three days
+        let settled = by_series.len() == 6 * 3 + 2
             && by_series
                 .values()
                 .all(|on| on.len() == 2 && on[0].1 == on[1].1);
@@ -212,7 +229,18 @@ fn growthforecast_import_into_a_cluster_reaches_every_node() {
             "replicas differ: {:?}",
             by_series
                 .iter()
-                .map(|(k, on)| (k, on.iter().map(|(n, p)| (*n, p.len())).collect::<Vec<_>>()))
+                .map(|(k, on)| {
+                    let nodes: Vec<_> = on.iter().map(|(n, p)| (*n, p.len())).collect();
+                    // the first slot the two replicas disagree on
+                    let differ = on.get(1).and_then(|(_, b)| {
+                        let a = &on[0].1;
+                        a.keys()
+                            .chain(b.keys())
+                            .find(|t| a.get(t) != b.get(t))
+                            .map(|t| (*t, a.get(t).copied(), b.get(t).copied()))
+                    });
+                    (k, nodes, differ)
+                })
                 .collect::<Vec<_>>()
         );
         std::thread::sleep(Duration::from_millis(500));
