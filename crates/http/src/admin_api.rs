@@ -10,6 +10,15 @@
 //! Both take `dryRun=1` to list what would change without changing it, read their
 //! parameters from the query string or a form body, and answer JSON saying how many
 //! series and which (the list is capped at [`MAX_LISTED`] names).
+//!
+//! On a cluster node a delete goes through the metadata log as an op
+//! (`growthforecast::replicated::Op::DeleteSeries`, carrying the data topic's end
+//! offsets): every node, whichever took the request, deletes the matching series of its
+//! own store once its data consumer has passed those offsets, and a node that was down
+//! does so from the log when it comes back. The answer (after the op is in the log and
+//! this node has applied it) lists the series matched over the whole cluster just
+//! before (read through the fan-out, with `X-Sumi-Partial` when a partition had no
+//! replica). A rename stays local to the node (not built for a cluster).
 
 use std::sync::Arc;
 
@@ -20,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use sumi_store::StoreError;
 
+use crate::growthforecast::replicated::{Applied, Op};
 use crate::params::Params;
 use crate::{request_params, AppState};
 
@@ -89,6 +99,9 @@ pub async fn delete(
         );
     }
     let dry = dry_run(&p);
+    if state.gf.log.is_some() {
+        return delete_in_cluster(state, targets, dry, crate::authorization(&headers)).await;
+    }
     let store = state.store.clone();
     let res = blocking(move || {
         let t: Vec<&str> = targets.iter().map(String::as_str).collect();
@@ -102,18 +115,65 @@ pub async fn delete(
     match res {
         Err(resp) => resp,
         Ok(Err(e)) => store_error(&e),
-        Ok(Ok(names)) => {
-            let listed: Vec<&String> = names.iter().take(MAX_LISTED).collect();
-            answer(
-                StatusCode::OK,
-                json!({
-                    "dryRun": dry,
-                    "deleted": if dry { 0 } else { names.len() },
-                    "matched": names.len(),
-                    "series": listed,
-                    "truncated": names.len() > MAX_LISTED,
-                }),
-            )
+        Ok(Ok(names)) => deleted(&names, dry),
+    }
+}
+
+/// The answer of a delete that matched `names`.
+fn deleted(names: &[String], dry: bool) -> Response {
+    let listed: Vec<&String> = names.iter().take(MAX_LISTED).collect();
+    answer(
+        StatusCode::OK,
+        json!({
+            "dryRun": dry,
+            "deleted": if dry { 0 } else { names.len() },
+            "matched": names.len(),
+            "series": listed,
+            "truncated": names.len() > MAX_LISTED,
+        }),
+    )
+}
+
+/// A delete on a cluster node: the names matched over the cluster, then (unless a dry
+/// run) the op through the metadata log, answered once this node has applied it.
+async fn delete_in_cluster(
+    state: Arc<AppState>,
+    targets: Vec<String>,
+    dry: bool,
+    auth: Option<String>,
+) -> Response {
+    let res = blocking(move || {
+        let (mut names, gaps) = match state.fanout.as_deref() {
+            Some(f) => f
+                .match_series(&targets, auth.as_deref())
+                .map_err(|e| Box::new(refuse(StatusCode::BAD_GATEWAY, e.to_string())))?,
+            None => {
+                let t: Vec<&str> = targets.iter().map(String::as_str).collect();
+                (state.store.match_series(&t), Default::default())
+            }
+        };
+        let partial = state.fanout.as_deref().and_then(|f| f.note_partial(&gaps));
+        if !dry {
+            let here = state
+                .gf
+                .run(&state.store, Op::DeleteSeries { targets })
+                .and_then(Applied::series)
+                .map_err(|e| Box::new(e.into_response()))?;
+            // a series created between the match and the op is deleted too
+            names.extend(here);
+            names.sort();
+            names.dedup();
+        }
+        Ok::<_, Box<Response>>((names, partial))
+    })
+    .await;
+    match res {
+        Err(resp) => resp,
+        Ok(Err(resp)) => *resp,
+        Ok(Ok((names, partial))) => {
+            let mut resp = deleted(&names, dry);
+            crate::mark_partial(&mut resp, partial);
+            resp
         }
     }
 }

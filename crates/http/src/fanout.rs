@@ -27,6 +27,7 @@
 //! | `find` | `{"query": glob, "partitions"}` | `[[path, is_leaf], ...]` |
 //! | `fetch` | `{"paths": [...], "from", "until", "now"}` | [`encode_fetched`] (binary) |
 //! | `tagged` | `{"exprs": [...], "partitions": [...]}` | names matching, in those partitions |
+//! | `match` | `{"patterns": [...], "partitions": [...]}` | series matching the globs (as `/api/v1/series/delete` picks them), in those partitions |
 //! | `tags` | `{"filter", "limit", "partitions"}` | tag names (`/tags`) |
 //! | `tag_values` | `{"tag", "filter", "partitions"}` | `{value: count}` or `null` |
 //! | `autocomplete` | `{"exprs", "tag", "prefix", "limit"}` | tags or values |
@@ -714,6 +715,26 @@ impl Fanout {
         Ok((all.into_iter().collect(), g.missing))
     }
 
+    /// The series matching any of `patterns` as `/api/v1/series/delete` picks them
+    /// (Graphite globs, `a.**` a subtree, a tagged name exactly), sorted, over the
+    /// cluster.
+    pub fn match_series(&self, patterns: &[String], auth: Option<&str>) -> Answer<Vec<String>> {
+        let g = self.gather(self.all_partitions(), &|t, ps| match t {
+            Target::Local => Ok(local_match(&self.store, patterns, Some(ps), Some(self))),
+            Target::Remote(peer) => self.post_json::<Vec<String>>(
+                peer,
+                "match",
+                &MatchReq {
+                    patterns: patterns.to_vec(),
+                    partitions: Some(ps.to_vec()),
+                },
+                auth,
+            ),
+        })?;
+        let all: BTreeSet<String> = g.parts.into_iter().flatten().collect();
+        Ok((all.into_iter().collect(), g.missing))
+    }
+
     /// `/tags`: every tag name matching `filter`, sorted, at most `limit`.
     pub fn tags(
         &self,
@@ -1069,6 +1090,13 @@ struct FetchReq {
 }
 
 #[derive(Serialize, Deserialize)]
+struct MatchReq {
+    patterns: Vec<String>,
+    #[serde(default)]
+    partitions: Option<Vec<u32>>,
+}
+
+#[derive(Serialize, Deserialize)]
 struct TaggedReq {
     exprs: Vec<String>,
     #[serde(default)]
@@ -1135,6 +1163,21 @@ fn local_tagged(
     Ok(names)
 }
 
+/// Series matching `patterns`, only those in `partitions` when given.
+fn local_match(
+    store: &Store,
+    patterns: &[String],
+    partitions: Option<&[u32]>,
+    placement: Option<&Fanout>,
+) -> Vec<String> {
+    let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    let mut names = store.match_series(&p);
+    if let (Some(ps), Some(f)) = (partitions, placement) {
+        names.retain(|n| ps.contains(&f.partition_of(n)));
+    }
+    names
+}
+
 fn local_tags(store: &Store, req: &TagsReq) -> Result<Vec<String>, TagQueryError> {
     Ok(store
         .tags(req.filter.as_deref(), req.limit)?
@@ -1192,6 +1235,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/internal/v0/find", post(serve_find))
         .route("/internal/v0/fetch", post(serve_fetch))
         .route("/internal/v0/tagged", post(serve_tagged))
+        .route("/internal/v0/match", post(serve_match))
         .route("/internal/v0/tags", post(serve_tags))
         .route("/internal/v0/tag_values", post(serve_tag_values))
         .route("/internal/v0/autocomplete", post(serve_autocomplete))
@@ -1333,6 +1377,28 @@ async fn serve_tagged(
             Ok(names) => json_ok(&names),
             Err(e) => tag_error(e),
         }
+    })
+    .await
+}
+
+async fn serve_match(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let last = is_last_resort(&headers);
+    internal(state, body, move |st, req: MatchReq| {
+        if let Err(r) =
+            refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default(), last)
+        {
+            return *r;
+        }
+        json_ok(&local_match(
+            &st.store,
+            &req.patterns,
+            req.partitions.as_deref(),
+            placement_of(st),
+        ))
     })
     .await
 }

@@ -31,6 +31,19 @@
 //! A malformed body is a 400; a store that cannot take writes a 503 (retry later); a
 //! series the store refuses (an invalid archive list, `max_series` reached) carries an
 //! `error` in its entry, the others are imported.
+//!
+//! **On a cluster node** the points go to the data topic, like any point, not into
+//! this node's store: each series' archives merged into one history (the finest
+//! archive's points, then each coarser archive's points older than every finer
+//! archive's first: what whisper's fetch would show), appended through the node's log
+//! producer with this moment as their arrival time, so each storage node places every
+//! point by its age now, as whisper places an old point it is sent. The series'
+//! retention is the storage nodes' schema's (not the file's). A series whose
+//! aggregation is GrowthForecast's rollup (average, xFilesFactor 0) is appended as a
+//! graph's points (`Sink::append_graph_points`): the storage nodes create it with that
+//! rollup; any other follows their storage-aggregation rules. The answer's `written`
+//! counts the points Kafka acknowledged (`created` is false: the storage nodes create
+//! the series); storage nodes count the points too old for their schemas.
 
 use std::sync::Arc;
 
@@ -157,6 +170,9 @@ pub async fn import(State(state): State<Arc<AppState>>, body: Bytes) -> Response
             )
         }
     };
+    if state.gf.log.is_some() {
+        return import_to_log(state, req).await;
+    }
     let store = state.store.clone();
     let res = tokio::task::spawn_blocking(move || -> Result<ImportAnswer, StoreError> {
         let mut answer = ImportAnswer::default();
@@ -195,5 +211,86 @@ pub async fn import(State(state): State<Arc<AppState>>, body: Bytes) -> Response
             StatusCode::OK,
             serde_json::to_string(&answer).unwrap_or_default(),
         ),
+    }
+}
+
+/// A series' archives (finest first) as one history: every point of the finest, and
+/// of each coarser archive those older than the first point of every finer one (an
+/// empty archive covers nothing); sorted by time.
+pub fn merged_history(archives: &[Vec<(i64, f64)>]) -> Vec<(i64, f64)> {
+    let mut out = Vec::new();
+    let mut covered_from = i64::MAX;
+    for points in archives {
+        out.extend(points.iter().filter(|(ts, _)| *ts < covered_from));
+        if let Some(first) = points.iter().map(|p| p.0).min() {
+            covered_from = covered_from.min(first);
+        }
+    }
+    out.sort_by_key(|&(ts, _)| ts);
+    out
+}
+
+/// `POST /api/v0/import` on a cluster node (see the module doc).
+async fn import_to_log(state: Arc<AppState>, req: ImportRequest) -> Response {
+    let sink = state.sink.clone();
+    let res = tokio::task::spawn_blocking(move || -> Result<ImportAnswer, String> {
+        let mut answer = ImportAnswer::default();
+        for s in &req.series {
+            let mut r = ImportResult {
+                name: s.name.clone(),
+                ..ImportResult::default()
+            };
+            match prepare(s) {
+                Err(e) => r.error = Some(e),
+                Ok((cfg, archives)) => {
+                    let mut batch = sumi_model::Batch::new();
+                    for (ts, v) in merged_history(&archives) {
+                        batch.push(&s.name, ts, v);
+                    }
+                    if !batch.is_empty() {
+                        let graph = cfg.method == AggMethod::Average && cfg.xff == 0.0;
+                        let sent = if graph {
+                            sink.append_graph_points(&batch)
+                        } else {
+                            sink.append(&batch)
+                        };
+                        r.written = sent.map_err(|e| e.to_string())?.accepted;
+                    }
+                }
+            }
+            answer.series.push(r);
+        }
+        Ok(answer)
+    })
+    .await;
+    match res {
+        Err(e) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("import failed: {e}"),
+        ),
+        Ok(Err(e)) => refuse(StatusCode::SERVICE_UNAVAILABLE, e),
+        Ok(Ok(answer)) => json(
+            StatusCode::OK,
+            serde_json::to_string(&answer).unwrap_or_default(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_history_takes_each_archive_where_no_finer_one_starts() {
+        // 60 s from 1200, 300 s from 600, an empty one, 3600 s from 0
+        let fine = vec![(1200, 1.0), (1260, 2.0), (1320, f64::NAN)];
+        let mid = vec![(600, 3.0), (900, 4.0), (1200, 5.0)];
+        let coarse = vec![(0, 6.0), (3600, 7.0)];
+        let got = merged_history(&[fine, mid, Vec::new(), coarse]);
+        let ts: Vec<i64> = got.iter().map(|p| p.0).collect();
+        assert_eq!(ts, vec![0, 600, 900, 1200, 1260, 1320]);
+        assert_eq!(got[3].1, 1.0, "the finest archive's value wins its slot");
+        assert!(got[5].1.is_nan(), "values pass bit for bit");
+        assert!(merged_history(&[]).is_empty());
     }
 }

@@ -615,6 +615,18 @@ impl Config {
         &self.data_dir
     }
 
+    /// On a node of a cluster (`[cluster]`), its own HTTP address as a URL, where a
+    /// command run beside it reaches it (an unspecified address as loopback); `None`
+    /// on a single node.
+    pub fn cluster_node_url(&self) -> Option<String> {
+        self.cluster.as_ref()?;
+        let mut addr = self.http_addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        Some(format!("http://{addr}"))
+    }
+
     /// What the HTTP stage is built with.
     pub(crate) fn http_options(&self) -> sumi_http::HttpOptions {
         sumi_http::HttpOptions {

@@ -47,24 +47,45 @@ impl OpLog for KafkaOpLog {
 }
 
 /// A storage node's wait before a delete of the metadata log: until its data consumer
-/// has applied every owned partition up to the end offsets the delete carries, or
+/// has applied every owned partition up to the end offsets the delete carries, *and*
+/// checkpointed them (`offsets_path`, the consumer's durable offsets of `topic`), or
 /// `stop`. `next_offset` gives the consumer's next offset of a partition (`None`: not
 /// consumed here, or no consumer yet — a node still copying does not wait).
+///
+/// The checkpoint matters after a `SIGKILL`: the delete's own offset is stored with
+/// the database at once, but the consumer resumes from its last checkpoint; were that
+/// below the delete's ends, the restarted node would store the deleted series' older
+/// points again, and never apply the delete a second time.
 pub(crate) fn data_wait(
     next_offset: impl Fn(u32) -> Option<i64> + Send + 'static,
+    offsets_path: std::path::PathBuf,
+    topic: String,
     stop: Arc<AtomicBool>,
 ) -> DataWait {
     Box::new(move |ends: &BTreeMap<u32, i64>| {
         let behind = || {
-            ends.iter()
-                .any(|(&p, &end)| next_offset(p).is_some_and(|next| next < end))
+            let mut durable = None;
+            ends.iter().any(|(&p, &end)| {
+                let Some(next) = next_offset(p) else {
+                    return false;
+                };
+                if next < end {
+                    return true;
+                }
+                // read once per check, only when the consumer itself is past
+                let saved = durable.get_or_insert_with(|| {
+                    sumi_cluster::consumer::read_offsets(&offsets_path, &topic).unwrap_or_default()
+                });
+                saved.get(&p).copied().unwrap_or(0) < end
+            })
         };
         let t0 = std::time::Instant::now();
         let mut said = false;
         while behind() && !stop.load(Ordering::Relaxed) {
             if !said && t0.elapsed() > Duration::from_secs(5) {
                 tracing::info!(
-                    "a growthforecast delete waits for the data topic to be applied up to it"
+                    "a delete of the metadata log waits for the data topic to be applied and \
+                     checkpointed up to it"
                 );
                 said = true;
             }
@@ -89,4 +110,45 @@ pub(crate) fn start_applier(
             });
         })
         .context("starting the growthforecast log applier")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sumi_cluster::consumer::write_offsets;
+
+    #[test]
+    fn a_delete_waits_for_the_consumers_checkpoint_not_only_its_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("offsets");
+        let at = |o: i64| -> BTreeMap<u32, i64> { [(0, o), (1, o)].into_iter().collect() };
+        write_offsets(&path, "t", &at(5)).unwrap();
+        // the consumer has applied partition 0 up to 10 (1 is not consumed here)
+        let mut wait = data_wait(
+            |p| (p == 0).then_some(10),
+            path.clone(),
+            "t".into(),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let ends: BTreeMap<u32, i64> = [(0, 10), (1, 99)].into_iter().collect();
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                write_offsets(&path, "t", &at(10)).unwrap();
+            })
+        };
+        let t0 = std::time::Instant::now();
+        wait(&ends);
+        assert!(
+            t0.elapsed() >= Duration::from_millis(250),
+            "returned before the checkpoint reached the ends: {:?}",
+            t0.elapsed()
+        );
+        writer.join().unwrap();
+        // checkpointed: at once
+        let t0 = std::time::Instant::now();
+        wait(&ends);
+        assert!(t0.elapsed() < Duration::from_millis(100));
+    }
 }

@@ -338,7 +338,11 @@ fn run_inner(cmd: ImportCommand) -> Result<job::Summary> {
             sources::rrd_series(path, rel)
         }
     };
-    let (target, store): (Box<dyn Target>, Option<Arc<Store>>) = match &flags.url {
+    let url = match &flags.url {
+        Some(u) => Some(u.clone()),
+        None => cluster_node_url(&flags, "points through the data topic")?,
+    };
+    let (target, store): (Box<dyn Target>, Option<Arc<Store>>) = match &url {
         Some(url) => {
             let token = token_from_file(flags.token_file.as_deref())?;
             let url = format!("{}/api/v0/import", url.trim_end_matches('/'));
@@ -372,6 +376,28 @@ fn run_inner(cmd: ImportCommand) -> Result<job::Summary> {
             .context("closing the store (what was imported is in its WAL)")?;
     }
     Ok(result?)
+}
+
+/// With `--config` of a cluster node's `sumi.toml`: that node's own HTTP address,
+/// through which the import goes (the running node's store and database are written
+/// only from the cluster's logs), said on stderr with `what` goes where; `None` for a
+/// single node's configuration or none.
+pub(crate) fn cluster_node_url(flags: &ImportFlags, what: &str) -> Result<Option<String>> {
+    if flags.config.is_none() {
+        return Ok(None);
+    }
+    let config = Config::load(&ServeFlags::files(
+        flags.config.clone(),
+        flags.data_dir.clone(),
+    ))?;
+    let url = config.cluster_node_url();
+    if let Some(url) = &url {
+        eprintln!(
+            "sumi import: the configuration is a cluster node's: importing through it at {url} \
+             ({what})"
+        );
+    }
+    Ok(url)
 }
 
 /// The token a `--token-file` holds for a client: its first line that is neither empty

@@ -10,7 +10,8 @@
 //! under the same names takes GrowthForecast's settings), complex graphs (their items
 //! mapped to the sumi ids of their graphs), vertical rules (those not already there).
 //! With `--data-dir` the rows go into sumi's `growthforecast.db` directly, keeping
-//! GrowthForecast's ids where they are free; with `--url` through GrowthForecast's API
+//! GrowthForecast's ids where they are free; with `--url` (or `--config` of a cluster
+//! node, which then imports through that running node) through GrowthForecast's API
 //! on the server (`POST /api/...` creates a graph with its current number, then
 //! `/json/edit/graph/:id`, `/json/create/complex`, `/vrule/api`), after its history,
 //! so that the series is created with the files' archives.
@@ -503,7 +504,14 @@ pub(crate) fn run(
 
     let opts = job_options(flags, "growthforecast")?;
 
-    let (target, store, meta): Targets = match &flags.url {
+    let url = match &flags.url {
+        Some(u) => Some(u.clone()),
+        None => crate::import::cluster_node_url(
+            flags,
+            "graphs through the metadata log, points through the data topic",
+        )?,
+    };
+    let (target, store, meta): Targets = match &url {
         Some(url) => {
             let token = token_from_file(flags.token_file.as_deref())?;
             let base = url.trim_end_matches('/').to_string();

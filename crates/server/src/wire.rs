@@ -391,6 +391,8 @@ pub(crate) fn start(
                         let pr = stats.partitions.get(&p)?;
                         Some(pr.next.load(std::sync::atomic::Ordering::Relaxed))
                     },
+                    config.data_dir.join("cluster").join("offsets"),
+                    cc.topic.clone(),
                     c.join_stop.clone(),
                 ));
             }

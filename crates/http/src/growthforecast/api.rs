@@ -567,6 +567,13 @@ pub(crate) fn apply_op(
             Ok(Applied::Done)
         }
         Op::AddVrule { vrule } => Ok(Applied::Vrule(db.add_vrule(vrule)?)),
+        Op::DeleteSeries { targets } => {
+            let patterns: Vec<&str> = targets.iter().map(String::as_str).collect();
+            let names = store
+                .delete_series(&patterns)
+                .map_err(|e| GfError::Internal(format!("deleting series {targets:?}: {e}")))?;
+            Ok(Applied::Series(names))
+        }
     }
 }
 

@@ -92,6 +92,11 @@ pub enum Op {
     DeleteSection { service: String, section: String },
     /// `POST /vrule/api/...` (the rule's time resolved by the origin).
     AddVrule { vrule: Vrule },
+    /// `POST /api/v1/series/delete` (its globs): every node deletes the matching
+    /// series of its own store. Not GrowthForecast's, but the same ordering problem
+    /// (see [`OpMessage::data_ends`]), so the same log. A node of a release before
+    /// it reads the message as unreadable and skips it (counted).
+    DeleteSeries { targets: Vec<String> },
 }
 
 impl Op {
@@ -102,6 +107,7 @@ impl Op {
             self,
             Op::DeleteGraph { .. }
                 | Op::DeleteSection { .. }
+                | Op::DeleteSeries { .. }
                 | Op::DeleteComplex {
                     with_graphs: true,
                     ..
@@ -129,6 +135,8 @@ pub enum Applied {
     Complex(Complex),
     /// An added vertical rule.
     Vrule(Vrule),
+    /// The series this node deleted (`DeleteSeries`).
+    Series(Vec<String>),
     /// An edit, a section deleted.
     Done,
 }
@@ -155,6 +163,13 @@ impl Applied {
     pub(crate) fn vrule(self) -> Result<Vrule, GfError> {
         match self {
             Applied::Vrule(v) => Ok(v),
+            other => Err(other.unexpected()),
+        }
+    }
+
+    pub(crate) fn series(self) -> Result<Vec<String>, GfError> {
+        match self {
+            Applied::Series(names) => Ok(names),
             other => Err(other.unexpected()),
         }
     }
@@ -717,5 +732,53 @@ mod tests {
         let old = br#"{"origin":1,"seq":2,"now":1000,"op":{"op":"delete_section","service":"x","section":"y"}}"#;
         let m: OpMessage = serde_json::from_slice(old).unwrap();
         assert_eq!(m.data_ends, None);
+    }
+
+    #[test]
+    fn a_series_delete_deletes_this_nodes_matching_series_after_its_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+        let store = store(dir.path());
+        let now = crate::unix_now();
+        let mut batch = sumi_model::Batch::new();
+        for name in ["gone.a", "gone.b.c", "kept.a"] {
+            batch.push(name, now - 60, 1.0);
+        }
+        store.write(&batch).unwrap();
+        let waiters = Arc::new(Waiters::default());
+        let mut applier = Applier::open(
+            &db,
+            store.clone(),
+            SeriesRegistry::new(),
+            3,
+            waiters.clone(),
+        )
+        .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        applier.set_data_wait(Box::new(move |ends| record.lock().push(ends.clone())));
+        let (seq, rx) = waiters.register();
+        let ends: BTreeMap<u32, i64> = [(0, 9)].into_iter().collect();
+        let op = Op::DeleteSeries {
+            targets: vec!["gone.**".into()],
+        };
+        assert!(op.deletes_data());
+        let payload = serde_json::to_vec(&OpMessage {
+            origin: 3,
+            seq,
+            now,
+            op,
+            data_ends: Some(ends.clone()),
+        })
+        .unwrap();
+        applier.apply(0, &payload).unwrap();
+        assert_eq!(*seen.lock(), vec![ends], "the delete waited for its data");
+        let deleted = rx.try_recv().unwrap().unwrap().series().unwrap();
+        assert_eq!(deleted, vec!["gone.a".to_string(), "gone.b.c".to_string()]);
+        assert_eq!(store.match_series(&["**"]), vec!["kept.a".to_string()]);
+        // an op of an older release still reads (the new kind adds, changes nothing)
+        let old =
+            br#"{"origin":1,"seq":2,"now":1000,"op":{"op":"delete_graph","target":{"id":4}}}"#;
+        assert!(serde_json::from_slice::<OpMessage>(old).is_ok());
     }
 }

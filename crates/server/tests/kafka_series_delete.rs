@@ -1,0 +1,223 @@
+//! `/api/v1/series/delete` in a cluster: sent to one node, it removes the series on
+//! every replica of their partitions, through the metadata log (an op carrying the
+//! data topic's end offsets, `docs/cluster.md`, GrowthForecast). Real processes, a real
+//! Kafka (`scripts/cluster-up.sh`).
+//!
+//! A storage node is down (`SIGKILL`) while points of the doomed series are sent and
+//! the delete is taken, and another is killed as soon as the delete is answered, while
+//! it is still consuming those points; both restart and replay the data topic from
+//! their checkpoints. Then no node holds a deleted series, and every replica of a
+//! partition holds every point of the kept series, value for value.
+//!
+//! Needs Java and Maven, like every kafka_* test; never skipped.
+
+mod common;
+#[path = "common/kafka.rs"]
+mod kafka;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kafka::{http_get, require_kafka, send_carbon, unix_now, wait_produced, Cluster, Points};
+use serde_json::Value;
+
+const SERIES: usize = 24;
+
+/// POSTs a form; the status, the partial-answer header and the JSON answer.
+fn post(addr: &str, path: &str, form: &[(&str, &str)]) -> (u16, Option<String>, Value) {
+    let resp = ureq::post(&format!("http://{addr}{path}"))
+        .timeout(Duration::from_secs(60))
+        .send_form(form);
+    let r = match resp {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("POST {path} to {addr}: {e}"),
+    };
+    let status = r.status();
+    let partial = r.header("x-sumi-partial").map(str::to_string);
+    let body = r.into_string().unwrap();
+    let v = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    (status, partial, v)
+}
+
+/// What a node stores itself of `pattern` over the last two hours.
+fn local(addr: &str, pattern: &str) -> Points {
+    kafka::points_of(&http_get(
+        addr,
+        &format!("/render?target={pattern}&from=-2h&format=json&local=1"),
+    ))
+}
+
+/// The records a storage node has not applied yet, over its partitions.
+fn lag(addr: &str) -> f64 {
+    http_get(addr, "/metrics")
+        .lines()
+        .filter(|l| l.starts_with("sumi_cluster_consume_lag_records{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Carbon lines for minutes `from..to` (before `t0`'s hour ends) of every series.
+fn lines(t0: i64, from: i64, to: i64, want: &mut Points) -> String {
+    let mut text = String::new();
+    for m in from..to {
+        let ts = t0 + 60 * m;
+        for s in 0..SERIES {
+            for (name, value) in [
+                (format!("del.s{s:02}.x"), (s as i64 * 1000 + m) as f64),
+                (format!("keep.s{s:02}"), (s as i64 * 100 + m) as f64 + 0.5),
+            ] {
+                text.push_str(&format!("{name} {value} {ts}\n"));
+                want.entry(name).or_default().insert(ts, value);
+            }
+        }
+    }
+    text
+}
+
+/// Waits until `check` holds (it answers what it saw otherwise).
+fn eventually(what: &str, secs: u64, mut check: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match check() {
+            Ok(()) => return,
+            Err(e) if Instant::now() > deadline => panic!("{what}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+}
+
+#[test]
+fn a_series_delete_reaches_every_replica_down_or_killed_ones_included() {
+    require_kafka();
+    let t_start = Instant::now();
+    let mut cluster = Cluster::up("sumi-kafka-sdel", None, &[]);
+    eprintln!("cluster up in {:.1}s", t_start.elapsed().as_secs_f64());
+    let ingest = cluster.get("INGEST_HTTP");
+    let carbon = cluster.get("INGEST_CARBON");
+    let node = |c: &Cluster, n: u32| c.get(&format!("NODE{n}_HTTP"));
+    let t0 = unix_now() - unix_now() % 60 - 3000;
+
+    // the first points of every series, stored on every replica
+    let mut want = Points::new();
+    send_carbon(&carbon, &lines(t0, 0, 10, &mut want));
+    wait_produced(&ingest, (SERIES * 2 * 10) as f64, 60, String::new);
+    eventually("the first points through the cluster", 60, || {
+        let got = kafka::points_of(&http_get(
+            &ingest,
+            "/render?target=del.*.x&target=keep.*&from=-2h&format=json",
+        ));
+        (got == want)
+            .then_some(())
+            .ok_or_else(|| format!("{} of {} series", got.len(), want.len()))
+    });
+
+    // node 3 is down while more points come and the delete is taken: it is behind on
+    // both topics when it comes back
+    cluster.node("kill", 3);
+    send_carbon(&carbon, &lines(t0, 10, 40, &mut want));
+    wait_produced(&ingest, (SERIES * 2 * 40) as f64, 60, String::new);
+
+    // a dry run on the ingest node lists the whole cluster's series, changes nothing
+    let (status, partial, dry) = post(
+        &ingest,
+        "/api/v1/series/delete",
+        &[("target", "del.**"), ("dryRun", "1")],
+    );
+    assert_eq!((status, partial), (200, None), "{dry}");
+    assert_eq!(
+        (&dry["matched"], &dry["deleted"]),
+        (&SERIES.into(), &0.into())
+    );
+
+    // the delete, sent to a storage node; node 2 is killed as soon as it is answered,
+    // while it may still be consuming the points sent before it (its delete waits for
+    // them, and for their checkpoint)
+    let t_delete = Instant::now();
+    let (status, partial, deleted) = post(
+        &node(&cluster, 1),
+        "/api/v1/series/delete",
+        &[("target", "del.**")],
+    );
+    cluster.node("kill", 2);
+    eprintln!(
+        "delete answered in {:.2}s",
+        t_delete.elapsed().as_secs_f64()
+    );
+    assert_eq!((status, partial), (200, None), "{deleted}");
+    assert_eq!(deleted["deleted"], Value::from(SERIES), "{deleted}");
+    assert_eq!(deleted["series"][0], Value::from("del.s00.x"), "{deleted}");
+    // read-your-writes on node 1, the series' points applied before the delete
+    assert!(local(&node(&cluster, 1), "del.*.x").is_empty());
+    for (name, _) in want.clone().iter().filter(|(n, _)| n.starts_with("del.")) {
+        want.remove(name);
+    }
+
+    cluster.node("start", 2);
+    cluster.node("start", 3);
+    let nodes: Vec<String> = (1..=3).map(|n| node(&cluster, n)).collect();
+    // every node applies the whole metadata log and the whole data topic
+    let end = kafka::metric(&ingest, "sumi_gf_log_next_offset");
+    assert!(end > 0.0);
+    for (n, addr) in nodes.iter().enumerate() {
+        eventually(&format!("node {}'s logs", n + 1), 90, || {
+            let at = kafka::metric(addr, "sumi_gf_log_next_offset");
+            let lag = lag(addr);
+            let keep = local(addr, "keep.*");
+            let complete = keep.values().all(|p| p.len() == 40);
+            (at == end && lag == 0.0 && complete && !keep.is_empty())
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "log at {at} of {end}, lag {lag}, {} kept series",
+                        keep.len()
+                    )
+                })
+        });
+    }
+    // no node holds a deleted series (the restarted ones replayed the points sent
+    // before the delete, then applied it); every kept series is on two nodes, value
+    // for value
+    let mut holders: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (n, addr) in nodes.iter().enumerate() {
+        let gone = local(addr, "del.*.x");
+        assert!(
+            gone.is_empty(),
+            "node {} still holds {:?}",
+            n + 1,
+            gone.keys()
+        );
+        let (st, _, left) = post(
+            addr,
+            "/api/v1/series/delete",
+            &[("target", "del.**"), ("dryRun", "1")],
+        );
+        assert_eq!(
+            (st, &left["matched"]),
+            (200, &0.into()),
+            "node {}: {left}",
+            n + 1
+        );
+        for (name, points) in local(addr, "keep.*") {
+            assert_eq!(Some(&points), want.get(&name), "node {}: {name}", n + 1);
+            holders.entry(name).or_default().push(n + 1);
+        }
+    }
+    assert_eq!(holders.len(), SERIES);
+    for (name, on) in &holders {
+        assert_eq!(on.len(), 2, "{name} on nodes {on:?}");
+    }
+    // the whole cluster, read from the ingest node
+    let got = kafka::points_of(&http_get(
+        &ingest,
+        "/render?target=del.*.x&target=keep.*&from=-2h&format=json",
+    ));
+    assert_eq!(got, want);
+    for n in [2, 3] {
+        assert_eq!(
+            kafka::metric(&nodes[n - 1], "sumi_gf_log_apply_retries_total"),
+            0.0
+        );
+    }
+    eprintln!("done in {:.1}s", t_start.elapsed().as_secs_f64());
+}
