@@ -22,7 +22,7 @@
 # in service compiled long ago), so the broker's CPU is printed with and without its
 # compiler threads' share (`C1/C2 CompilerThread`, from /proc/PID/task). With
 # SUMI_BENCH_WARM=N, up to N warm-up runs of the same size (series `<prefix>-warmK`)
-# come first, until one in which every broker's compiler threads took under
+# come first, until two in a row in which every broker's compiler threads took under
 # SUMI_BENCH_WARM_JIT_CPU seconds (default 0.05); the measured run follows.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
@@ -124,11 +124,14 @@ def run(prefix):
 prefix = os.environ.get("SUMI_BENCH_PREFIX", "bench")
 warm_runs = int(os.environ.get("SUMI_BENCH_WARM", "0"))
 warm_jit = float(os.environ.get("SUMI_BENCH_WARM_JIT_CPU", "0.05"))
+quiet = 0
 for k in range(1, warm_runs + 1):
     _, used, jit, _, _ = run("%s-warm%d" % (prefix, k))
     print("warm-up %d: broker cpu-seconds %s, of them the JIT compiler %s" % (
         k, ", ".join("%.2f" % used[b] for b in kafkas), ", ".join("%.2f" % jit[b] for b in kafkas)))
-    if all(v < warm_jit for v in jit.values()):
+    # compilations come in bursts: two quiet runs in a row
+    quiet = quiet + 1 if all(v < warm_jit for v in jit.values()) else 0
+    if quiet == 2:
         break
 else:
     if warm_runs:
