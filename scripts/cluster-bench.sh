@@ -17,6 +17,13 @@
 # ratios, so that both figures come from the same moment of a shared machine.
 # SUMI_BENCH_PREFIX (default `bench`) names the series: a warm-up run with another
 # prefix leaves the measured run's series new, as the single node's are.
+#
+# A broker's JIT compiler keeps compiling through its first millions of points (a broker
+# in service compiled long ago), so the broker's CPU is printed with and without its
+# compiler threads' share (`C1/C2 CompilerThread`, from /proc/PID/task). With
+# SUMI_BENCH_WARM=N, up to N warm-up runs of the same size (series `<prefix>-warmK`)
+# come first, until two in a row in which every broker's compiler threads took under
+# SUMI_BENCH_WARM_JIT_CPU seconds (default 0.05); the measured run follows.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 [ $# -ge 1 ] || die "usage: cluster-bench.sh DIR [SERIES] [POINTS]"
@@ -57,49 +64,90 @@ def produced():
 def produced_bytes():
     return counter(env["INGEST_HTTP"], "sumi_cluster_produce_bytes_total")
 
-want = applied() + 2 * series * points
-produced0 = produced()
-bytes0 = produced_bytes()
-cpu0 = {k: cpu(p) for k, p in procs.items()}
-t0 = time.monotonic()
-bench = subprocess.Popen(
-    [env["SUMI_BIN"], "bench", "--carbon", env["INGEST_CARBON"], "--http", env["INGEST_HTTP"],
-     "--series", str(series), "--points", str(points), "--no-progress", "--probes", "0",
-     "--stall-timeout", "3600", "--prefix", os.environ.get("SUMI_BENCH_PREFIX", "bench")],
-    stdout=subprocess.DEVNULL, stderr=open(os.path.join(dir, "bench.log"), "w"))
-# the clock starts when Kafka acknowledges the first batch (the generator first
-# builds its payload)
-while produced() == produced0:
-    if bench.poll() is not None:
-        sys.exit("sumi bench ended before sending: see %s/bench.log" % dir)
-    time.sleep(0.02)
-t0 = time.monotonic()
-last_print = t0
-while True:
-    got = applied()
-    if got >= want:
+def compiler_cpu(pid):
+    # the JIT's compiler threads of a JVM (comm `C2 CompilerThre`, `C1 CompilerThre`)
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            s = open("/proc/%d/task/%s/stat" % (pid, tid)).read()
+        except OSError:
+            continue
+        comm = s[s.index("(") + 1:s.rindex(")")]
+        if "CompilerThre" in comm:
+            f = s.rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12])
+    return total / tick
+
+kafkas = [k for k in procs if k.startswith("kafka")]
+
+def run(prefix):
+    want = applied() + 2 * series * points
+    produced0 = produced()
+    bytes0 = produced_bytes()
+    cpu0 = {k: cpu(p) for k, p in procs.items()}
+    jit0 = {k: compiler_cpu(procs[k]) for k in kafkas}
+    bench = subprocess.Popen(
+        [env["SUMI_BIN"], "bench", "--carbon", env["INGEST_CARBON"], "--http", env["INGEST_HTTP"],
+         "--series", str(series), "--points", str(points), "--no-progress", "--probes", "0",
+         "--stall-timeout", "3600", "--prefix", prefix],
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(dir, "bench.log"), "w"))
+    # the clock starts when Kafka acknowledges the first batch (the generator first
+    # builds its payload)
+    while produced() == produced0:
+        if bench.poll() is not None:
+            sys.exit("sumi bench ended before sending: see %s/bench.log" % dir)
+        time.sleep(0.02)
+    t0 = time.monotonic()
+    last_print = t0
+    while True:
+        got = applied()
+        if got >= want:
+            break
+        if time.monotonic() - last_print > 10:
+            print("  applied %.0f of %.0f" % (got, want), file=sys.stderr)
+            last_print = time.monotonic()
+        time.sleep(0.1)
+    elapsed = time.monotonic() - t0
+    cpu1 = {k: cpu(p) for k, p in procs.items()}
+    jit = {k: compiler_cpu(procs[k]) - jit0[k] for k in kafkas}
+    bench_cpu = 0.0
+    try:
+        bench_cpu = cpu(bench.pid)
+    except Exception:
+        pass
+    bench.kill()
+    bench.wait()
+    used = {k: cpu1[k] - cpu0[k] for k in procs}
+    nbytes = (produced_bytes() - bytes0) / max(1.0, produced() - produced0)
+    return elapsed, used, jit, bench_cpu, nbytes
+
+prefix = os.environ.get("SUMI_BENCH_PREFIX", "bench")
+warm_runs = int(os.environ.get("SUMI_BENCH_WARM", "0"))
+warm_jit = float(os.environ.get("SUMI_BENCH_WARM_JIT_CPU", "0.05"))
+quiet = 0
+for k in range(1, warm_runs + 1):
+    _, used, jit, _, _ = run("%s-warm%d" % (prefix, k))
+    print("warm-up %d: broker cpu-seconds %s, of them the JIT compiler %s" % (
+        k, ", ".join("%.2f" % used[b] for b in kafkas), ", ".join("%.2f" % jit[b] for b in kafkas)))
+    # compilations come in bursts: two quiet runs in a row
+    quiet = quiet + 1 if all(v < warm_jit for v in jit.values()) else 0
+    if quiet == 2:
         break
-    if time.monotonic() - last_print > 10:
-        print("  applied %.0f of %.0f" % (got, want), file=sys.stderr)
-        last_print = time.monotonic()
-    time.sleep(0.1)
-elapsed = time.monotonic() - t0
-cpu1 = {k: cpu(p) for k, p in procs.items()}
-bench_cpu = 0.0
-try:
-    bench_cpu = cpu(bench.pid)
-except Exception:
-    pass
-bench.kill()
-bench.wait()
+else:
+    if warm_runs:
+        print("note: the brokers' JIT was still compiling after %d warm-up runs" % warm_runs)
+
 total = series * points
-used = {k: cpu1[k] - cpu0[k] for k in procs}
+elapsed, used, jit, bench_cpu, nbytes = run(prefix)
 all_cpu = sum(used.values())
+all_jit = sum(jit.values())
 print("points %d (each stored twice) in %.2f s from the first acknowledged batch to the last point applied: %.0f points/s end to end" % (total, elapsed, total / elapsed))
 print("cpu-seconds: " + ", ".join("%s %.2f" % (k, v) for k, v in used.items()) + "; total %.2f" % all_cpu)
 print("points per cpu-second (cluster processes): %.0f" % (total / all_cpu))
+print("of it the brokers' JIT compiler threads: " + ", ".join("%s %.2f" % (k, jit[k]) for k in kafkas)
+      + "; without them %.0f points per cpu-second" % (total / max(0.01, all_cpu - all_jit)))
 print("load generator cpu-seconds: %.2f" % bench_cpu)
-print("record bytes per point through kafka: %.2f" % ((produced_bytes() - bytes0) / max(1.0, produced() - produced0)))
+print("record bytes per point through kafka: %.2f" % nbytes)
 if os.environ.get("SUMI_BENCH_SINGLE") == "1":
     import json
     out = subprocess.run(
@@ -110,5 +158,6 @@ if os.environ.get("SUMI_BENCH_SINGLE") == "1":
     r = json.loads(out.stdout)
     pps, ppc = r["points_per_sec"], r["points_per_cpu_sec"]
     print("single node: %.0f points/s, %.0f points per cpu-second (server), load generator cpu-seconds %.2f" % (pps, ppc, r.get("client_cpu_secs") or 0))
-    print("cluster / single node: points/s %.2f, points per cpu-second %.2f" % (total / elapsed / pps, total / all_cpu / ppc))
+    print("cluster / single node: points/s %.2f, points per cpu-second %.2f (%.2f without the JIT compiler)" % (
+        total / elapsed / pps, total / all_cpu / ppc, total / max(0.01, all_cpu - all_jit) / ppc))
 PY

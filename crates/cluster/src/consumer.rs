@@ -23,10 +23,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
+use serde::Deserialize;
 use sumi_model::Batch;
 use sumi_store::{Store, StoreError};
 
@@ -43,6 +45,12 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// most [`FETCH_WAIT_MAX_MS`] more delay to visibility.
 const FETCH_MIN_BYTES: &str = "1048576";
 const FETCH_WAIT_MAX_MS: &str = "100";
+
+/// How often librdkafka reports its statistics, from which the lag gauge takes each
+/// owned partition's end: the high watermark that every fetch response carries, so
+/// the gauge costs the brokers no request of its own (it asked each partition's end
+/// with a ListOffsets request once a second before: docs/cluster.md, "Throughput").
+const STATISTICS_INTERVAL_MS: &str = "1000";
 
 /// Records already fetched are gathered into one engine append up to this many points.
 const APPLY_MAX_POINTS: usize = 65_536;
@@ -73,7 +81,8 @@ pub struct ConsumerHooks {
     pub graph_series: Option<GraphSeries>,
 }
 
-/// Per owned partition: the next offset to apply and the log's end as last seen.
+/// Per owned partition: the next offset to apply and the log's end as last seen (the
+/// high watermark of the last fetch response, from librdkafka's statistics).
 #[derive(Debug, Default)]
 pub struct PartitionProgress {
     pub next: AtomicI64,
@@ -185,11 +194,22 @@ impl StorageConsumer {
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "earliest")
             .set("fetch.wait.max.ms", FETCH_WAIT_MAX_MS)
-            .set("fetch.min.bytes", FETCH_MIN_BYTES);
+            .set("fetch.min.bytes", FETCH_MIN_BYTES)
+            .set("statistics.interval.ms", STATISTICS_INTERVAL_MS);
         for (k, v) in &config.librdkafka_consumer {
             client.set(k, v);
         }
-        let consumer: BaseConsumer = client.create().context("creating the kafka consumer")?;
+        let stats = Arc::new(ConsumeStats {
+            partitions,
+            ..ConsumeStats::default()
+        });
+        let context = LagContext {
+            topic: config.topic.clone(),
+            stats: stats.clone(),
+        };
+        let consumer: BaseConsumer<LagContext> = client
+            .create_with_context(context)
+            .context("creating the kafka consumer")?;
         consumer
             .assign(&tpl)
             .context("assigning the owned partitions")?;
@@ -199,10 +219,6 @@ impl StorageConsumer {
             offsets = ?saved,
             "storage consumer assigned"
         );
-        let stats = Arc::new(ConsumeStats {
-            partitions,
-            ..ConsumeStats::default()
-        });
         let stop = Arc::new(AtomicBool::new(false));
         let mut run = Run {
             consumer,
@@ -243,8 +259,74 @@ impl StorageConsumer {
     }
 }
 
+/// Takes each owned partition's end from librdkafka's statistics (delivered on the
+/// consumer's thread while it polls) into the lag gauge.
+struct LagContext {
+    topic: String,
+    stats: Arc<ConsumeStats>,
+}
+
+impl ClientContext for LagContext {
+    fn stats_raw(&self, statistics: &[u8]) {
+        match high_watermarks(statistics, &self.topic) {
+            Ok(ends) => {
+                for (p, high) in ends {
+                    if let Some(progress) = self.stats.partitions.get(&p) {
+                        progress.high.store(high, Ordering::Relaxed);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "librdkafka's statistics could not be read"),
+        }
+    }
+}
+
+impl ConsumerContext for LagContext {}
+
+/// The part of librdkafka's statistics (`statistics.interval.ms`) the lag gauge reads:
+/// `topics.<topic>.partitions.<id>.hi_offset`, the high watermark of the partition's
+/// last fetch response (-1001 before the first).
+#[derive(Deserialize)]
+struct Statistics {
+    #[serde(default)]
+    topics: BTreeMap<String, TopicStatistics>,
+}
+
+#[derive(Deserialize)]
+struct TopicStatistics {
+    #[serde(default)]
+    partitions: BTreeMap<String, PartitionStatistics>,
+}
+
+#[derive(Deserialize)]
+struct PartitionStatistics {
+    #[serde(default = "unknown_offset")]
+    hi_offset: i64,
+}
+
+fn unknown_offset() -> i64 {
+    -1
+}
+
+/// Each partition of `topic` whose high watermark librdkafka knows, with it (the
+/// pseudo-partition -1 and partitions not fetched yet are left out).
+fn high_watermarks(statistics: &[u8], topic: &str) -> serde_json::Result<Vec<(u32, i64)>> {
+    let stats: Statistics = serde_json::from_slice(statistics)?;
+    Ok(stats
+        .topics
+        .get(topic)
+        .map(|t| {
+            t.partitions
+                .iter()
+                .filter(|(_, s)| s.hi_offset >= 0)
+                .filter_map(|(id, s)| Some((id.parse::<u32>().ok()?, s.hi_offset)))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
 struct Run {
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<LagContext>,
     store: Arc<Store>,
     observer: Option<Arc<dyn ApplyObserver>>,
     graph_series: Option<GraphSeries>,
@@ -283,7 +365,6 @@ impl Run {
                 if self.dirty.get() {
                     self.checkpoint();
                 }
-                self.refresh_lag();
                 last_checkpoint = Instant::now();
             }
             // wait for the first record of a group, then take what is already fetched
@@ -456,18 +537,6 @@ impl Run {
         }
     }
 
-    /// Asks the brokers for each owned partition's end (for the lag gauge).
-    fn refresh_lag(&self) {
-        for (&p, progress) in &self.stats.partitions {
-            if let Ok((_, high)) =
-                self.consumer
-                    .fetch_watermarks(&self.topic, p as i32, Duration::from_millis(200))
-            {
-                progress.high.store(high, Ordering::Relaxed);
-            }
-        }
-    }
-
     fn checkpoint(&mut self) {
         if let Err(e) = self.store.sync_wal() {
             tracing::warn!(error = %e, "WAL sync before an offset checkpoint failed; offsets not saved");
@@ -561,5 +630,33 @@ mod tests {
         std::fs::write(&path, "t 1\n").unwrap();
         assert!(read_offsets(&path, "t").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn high_watermarks_from_librdkafkas_statistics() {
+        // the shape librdkafka 2.x emits (trimmed): the topic's partitions by id, the
+        // internal pseudo-partition -1, a partition not fetched yet (-1001), another topic
+        let json = br#"{"name":"sumi-storage-1#consumer-1","type":"consumer","ts":1,
+            "brokers":{"127.0.0.1:9092/1":{"nodeid":1,"toppars":{"points-0":{"topic":"points","partition":0}}}},
+            "topics":{
+              "points":{"topic":"points","age":1,"metadata_age":1,"batchsize":{"min":0},
+                "partitions":{
+                  "0":{"partition":0,"broker":1,"leader":1,"fetch_state":"active","lo_offset":0,
+                       "hi_offset":5120,"ls_offset":5120,"consumer_lag":0,"next_offset":5120},
+                  "3":{"partition":3,"hi_offset":17,"ls_offset":17},
+                  "4":{"partition":4,"hi_offset":-1001,"ls_offset":-1001},
+                  "-1":{"partition":-1,"hi_offset":-1001}}},
+              "meta":{"partitions":{"0":{"hi_offset":99}}}},
+            "cgrp":{"state":"up"}}"#;
+        assert_eq!(
+            high_watermarks(json, "points").unwrap(),
+            vec![(0, 5120), (3, 17)]
+        );
+        assert_eq!(high_watermarks(json, "meta").unwrap(), vec![(0, 99)]);
+        assert!(high_watermarks(json, "other").unwrap().is_empty());
+        assert!(high_watermarks(br#"{"topics":{}}"#, "points")
+            .unwrap()
+            .is_empty());
+        assert!(high_watermarks(b"{", "points").is_err());
     }
 }
