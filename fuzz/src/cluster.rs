@@ -10,14 +10,17 @@
 //! a message, the batch as it was. Odd: points built from the input (names from a small
 //! alphabet sharing prefixes and first UTF-8 bytes, timestamps as deltas or raw bits,
 //! values as short decimals or raw bits) are encoded in version 1 (bit 1 of the first
-//! byte set), 3 with the GrowthForecast flag (bit 2 set) or 2, and must decode to
-//! exactly those points (and flags), bit for bit.
+//! byte set), 3 with the GrowthForecast flag (bit 2 set; with bit 3 also set, the
+//! delete marker's flag instead) or 2, and must decode to exactly those points (and
+//! flags), bit for bit. `is_delete_marker` agrees with the decoded flags, and a delete
+//! marker built from names decodes to those names.
 //!
 //! The seed corpus is generated: [`seeds`].
 
 use crate::Input;
 use sumi_cluster::record::{
-    decode_into, encode, encode_flagged, encode_version, peek_arrival, FLAG_GRAPH, RECORD_VERSIONS,
+    decode_into, delete_marker, encode, encode_flagged, encode_version, is_delete_marker,
+    peek_arrival, FLAG_DELETE, FLAG_GRAPH, RECORD_VERSIONS,
 };
 use sumi_model::Batch;
 
@@ -41,7 +44,7 @@ pub fn cluster_record(data: &[u8]) {
         } else {
             2
         };
-        roundtrip(rest, version);
+        roundtrip(rest, version, mode & 8 != 0);
     }
 }
 
@@ -53,6 +56,11 @@ fn decode_check(bytes: &[u8]) {
     match decode_into(bytes, &mut batch) {
         Ok(d) => {
             assert_eq!(peeked, Some(d.arrival), "peek_arrival vs decode_into");
+            assert_eq!(
+                is_delete_marker(bytes),
+                d.flags & FLAG_DELETE != 0,
+                "is_delete_marker vs the decoded flags"
+            );
             assert_eq!(
                 batch.len(),
                 1 + d.points as usize,
@@ -81,7 +89,7 @@ fn decode_check(bytes: &[u8]) {
     }
 }
 
-fn roundtrip(data: &[u8], version: u8) {
+fn roundtrip(data: &[u8], version: u8, delete: bool) {
     let mut input = Input(data);
     let arrival = input.u64() as i64;
     let mut batch = Batch::new();
@@ -110,7 +118,11 @@ fn roundtrip(data: &[u8], version: u8) {
         };
         batch.push(name, ts, value);
     }
-    let flags = if version == 3 { FLAG_GRAPH } else { 0 };
+    let flags = match (version, delete) {
+        (3, true) => FLAG_DELETE,
+        (3, false) => FLAG_GRAPH,
+        _ => 0,
+    };
     let bytes = if version == 3 {
         encode_flagged(&batch, arrival, flags)
     } else {
@@ -123,6 +135,16 @@ fn roundtrip(data: &[u8], version: u8) {
     assert_eq!(d.flags, flags);
     assert_eq!(d.points as usize, batch.len());
     assert_eq!(points(&out), points(&batch), "points changed on the way");
+    if delete {
+        let globs: Vec<String> = batch.iter().map(|(n, _)| n.to_string()).collect();
+        let marker = delete_marker(&globs, arrival);
+        assert!(is_delete_marker(&marker));
+        let mut out = Batch::new();
+        let d = decode_into(&marker, &mut out).expect("a delete marker decodes");
+        assert_eq!(d.flags, FLAG_DELETE);
+        let back: Vec<String> = out.iter().map(|(n, _)| n.to_string()).collect();
+        assert_eq!(back, globs, "globs changed on the way");
+    }
 }
 
 /// Seeds: an empty record, a few points (repeated names, shared prefixes, tags, NaN,
@@ -141,6 +163,11 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     decode2.extend(encode(&b, 1_700_000_005));
     let mut decode3 = vec![0u8];
     decode3.extend(encode_flagged(&b, 1_700_000_005, FLAG_GRAPH));
+    let mut marker = vec![0u8];
+    marker.extend(delete_marker(
+        &["gone.**".to_string(), "cpu;host=a".to_string()],
+        1_700_000_005,
+    ));
     let mut empty = vec![0u8];
     empty.extend(encode_version(&Batch::new(), 0, 1));
     let mut empty2 = vec![0u8];
@@ -158,15 +185,20 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut build3 = vec![5u8];
     build3.extend_from_slice(&1_700_000_000u64.to_le_bytes());
     build3.extend_from_slice(&body);
+    let mut build_marker = vec![13u8];
+    build_marker.extend_from_slice(&1_700_000_000u64.to_le_bytes());
+    build_marker.extend_from_slice(&body);
     vec![
         ("record", decode),
         ("record_v2", decode2),
         ("record_v3", decode3),
+        ("delete_marker", marker),
         ("empty", empty),
         ("empty_v2", empty2),
         ("built", build),
         ("built_v1", build1),
         ("built_v3", build3),
+        ("built_marker", build_marker),
     ]
 }
 

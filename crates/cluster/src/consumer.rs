@@ -13,6 +13,13 @@
 //! slot of its series and time (last write wins) and the records are replayed in the
 //! same order with the same arrival times, so they land in the same slots with the same
 //! values. No gaps, and nothing counted twice.
+//!
+//! A delete marker ([`crate::record::delete_marker`]) ends the append being gathered:
+//! the points before it are applied, then the series matching its globs that this
+//! partition holds are deleted, then the next record is read. Every replica of the
+//! partition deletes at the same log position, so points of the series that come
+//! after the marker are kept by all of them and points before it by none. A marker
+//! replayed after a crash deletes again at the same place (same result).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -33,7 +40,7 @@ use sumi_model::Batch;
 use sumi_store::{Store, StoreError};
 
 use crate::config::ClusterConfig;
-use crate::record::{decode_into, peek_arrival, FLAG_GRAPH};
+use crate::record::{decode_into, is_delete_marker, partition_for, peek_arrival, FLAG_GRAPH};
 
 /// How often applied offsets are checkpointed (WAL fsync, then the offsets file).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -99,6 +106,8 @@ pub struct ConsumeStats {
     /// Appends the engine refused for now (throttled, disk full) and retried.
     pub apply_retries: AtomicU64,
     pub checkpoints: AtomicU64,
+    /// Delete markers applied.
+    pub deletes: AtomicU64,
     pub partitions: BTreeMap<u32, PartitionProgress>,
 }
 
@@ -130,6 +139,11 @@ impl ConsumeStats {
                 "sumi_cluster_consume_checkpoints_total",
                 "Offset checkpoints written (after a WAL fsync).",
                 l(&self.checkpoints),
+            ),
+            (
+                "sumi_cluster_consume_deletes_total",
+                "Delete markers applied (series deleted at their log position).",
+                l(&self.deletes),
             ),
         ] {
             out.push_str(&format!(
@@ -227,6 +241,7 @@ impl StorageConsumer {
             graph_series: hooks.graph_series,
             ids: std::cell::RefCell::new(Vec::new()),
             topic: config.topic.clone(),
+            partitions: config.partitions,
             offsets_path,
             stats: stats.clone(),
             stop: stop.clone(),
@@ -333,6 +348,8 @@ struct Run {
     /// The series ids of the last append, for the observer.
     ids: std::cell::RefCell<Vec<u32>>,
     topic: String,
+    /// The data topic's partition count (which partition a series belongs to).
+    partitions: u32,
     offsets_path: PathBuf,
     stats: Arc<ConsumeStats>,
     stop: Arc<AtomicBool>,
@@ -392,36 +409,15 @@ impl Run {
                 continue;
             }
             let payload = msg.payload().unwrap_or_default();
-            let this_arrival = peek_arrival(payload);
-            if !taken.is_empty()
-                && (this_arrival != Some(arrival) || batch.len() >= self.batch_max())
-                && !self.flush(&mut batch, arrival, &mut taken)
-            {
+            if !self.take(
+                partition,
+                offset,
+                payload,
+                &mut batch,
+                &mut arrival,
+                &mut taken,
+            ) {
                 break;
-            }
-            let before = batch.len();
-            match decode_into(payload, &mut batch) {
-                Ok(d) => {
-                    if d.flags & FLAG_GRAPH != 0 {
-                        if let Some(mark) = &self.graph_series {
-                            for (name, _) in batch.iter().skip(before) {
-                                mark(name);
-                            }
-                        }
-                    }
-                    arrival = d.arrival;
-                    taken.push((partition, offset, Some(d.points)));
-                }
-                Err(e) => {
-                    self.stats.bad_records.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(partition, offset, error = %e, "skipping a log record that cannot be decoded");
-                    if taken.is_empty() {
-                        // nothing waits: its offset is taken at once
-                        self.advance(partition, offset, None);
-                    } else {
-                        taken.push((partition, offset, None));
-                    }
-                }
             }
         }
         // what was gathered is applied now (unless the store is going away), and the
@@ -430,6 +426,74 @@ impl Run {
         if self.dirty.get() {
             self.checkpoint();
         }
+    }
+
+    /// Takes one polled record of `partition` at `offset` into the append being
+    /// gathered (`batch`, placed at `arrival`, the records in `taken`), applying what
+    /// was gathered first when the record starts another group; a delete marker is
+    /// applied at once, after what was gathered. False when stopping.
+    fn take(
+        &self,
+        partition: u32,
+        offset: i64,
+        payload: &[u8],
+        batch: &mut Batch,
+        arrival: &mut i64,
+        taken: &mut Vec<(u32, i64, Option<u32>)>,
+    ) -> bool {
+        if is_delete_marker(payload) {
+            // the points before it first, then the delete, in log order
+            if !self.flush(batch, *arrival, taken) {
+                return false;
+            }
+            let mut globs = Batch::new();
+            match decode_into(payload, &mut globs) {
+                Ok(_) => {
+                    if !self.delete_marked(partition, &globs) {
+                        return false;
+                    }
+                    self.advance(partition, offset, Some(0));
+                }
+                Err(e) => {
+                    self.stats.bad_records.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(partition, offset, error = %e, "skipping a delete marker that cannot be decoded");
+                    self.advance(partition, offset, None);
+                }
+            }
+            return true;
+        }
+        let this_arrival = peek_arrival(payload);
+        if !taken.is_empty()
+            && (this_arrival != Some(*arrival) || batch.len() >= self.batch_max())
+            && !self.flush(batch, *arrival, taken)
+        {
+            return false;
+        }
+        let before = batch.len();
+        match decode_into(payload, batch) {
+            Ok(d) => {
+                if d.flags & FLAG_GRAPH != 0 {
+                    if let Some(mark) = &self.graph_series {
+                        for (name, _) in batch.iter().skip(before) {
+                            mark(name);
+                        }
+                    }
+                }
+                *arrival = d.arrival;
+                taken.push((partition, offset, Some(d.points)));
+            }
+            Err(e) => {
+                self.stats.bad_records.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(partition, offset, error = %e, "skipping a log record that cannot be decoded");
+                if taken.is_empty() {
+                    // nothing waits: its offset is taken at once
+                    self.advance(partition, offset, None);
+                } else {
+                    taken.push((partition, offset, None));
+                }
+            }
+        }
+        true
     }
 
     /// Applies the gathered records as one append and only then moves their
@@ -537,6 +601,40 @@ impl Run {
         }
     }
 
+    /// Applies a delete marker of `partition`: deletes the series matching its globs
+    /// (the marker's point names) that belong to `partition`, retrying while the
+    /// engine refuses for now; false when stopping (or the store closed) before.
+    fn delete_marked(&self, partition: u32, globs: &Batch) -> bool {
+        let patterns: Vec<&str> = globs.iter().map(|(n, _)| n).collect();
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let names: Vec<String> = self
+                .store
+                .match_series(&patterns)
+                .into_iter()
+                .filter(|n| partition_for(n, self.partitions) == partition)
+                .collect();
+            let named: Vec<&str> = names.iter().map(String::as_str).collect();
+            match self.store.delete_series_named(&named) {
+                Ok(n) => {
+                    self.stats.deletes.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(partition, ?patterns, deleted = n, "applied a delete marker");
+                    return true;
+                }
+                Err(StoreError::Closed) => return false,
+                Err(e) => {
+                    self.stats.apply_retries.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, "the engine refused a delete marker; retrying");
+                    if self.stop.load(Ordering::Relaxed) {
+                        return false;
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
     fn checkpoint(&mut self) {
         if let Err(e) = self.store.sync_wal() {
             tracing::warn!(error = %e, "WAL sync before an offset checkpoint failed; offsets not saved");
@@ -616,6 +714,111 @@ pub fn write_offsets(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A consumer's run state over `store` (its Kafka client is never polled).
+    fn run_over(store: Arc<Store>, dir: &Path, partitions: u32) -> Run {
+        let stats = Arc::new(ConsumeStats {
+            partitions: (0..partitions)
+                .map(|p| (p, PartitionProgress::default()))
+                .collect(),
+            ..ConsumeStats::default()
+        });
+        let consumer: BaseConsumer<LagContext> = ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:1")
+            .set("group.id", "sumi-test")
+            .create_with_context(LagContext {
+                topic: "points".into(),
+                stats: stats.clone(),
+            })
+            .unwrap();
+        Run {
+            consumer,
+            store,
+            observer: None,
+            graph_series: None,
+            ids: std::cell::RefCell::new(Vec::new()),
+            topic: "points".into(),
+            partitions,
+            offsets_path: dir.join("offsets"),
+            stats,
+            stop: Arc::new(AtomicBool::new(false)),
+            dirty: std::cell::Cell::new(false),
+            max_rate: 0,
+            rate_from: std::cell::Cell::new(None),
+            rate_points: std::cell::Cell::new(0),
+        }
+    }
+
+    /// A delete marker is applied in log order: the points gathered before it are
+    /// stored and then deleted, the points after it (same arrival second, which would
+    /// otherwise share one append) are kept, and only the series of the marker's own
+    /// partition are deleted.
+    #[test]
+    fn a_delete_marker_applies_in_log_order_in_its_partition() {
+        use crate::record::{delete_marker, encode};
+        const NOW: i64 = 1_700_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(sumi_model::ManualClock::new(NOW));
+        let store =
+            Store::open(sumi_store::StoreOptions::new(dir.path().join("db")), clock).unwrap();
+        let run = run_over(store.clone(), dir.path(), 2);
+        // a doomed series in each partition
+        let names: Vec<String> = (0..64).map(|i| format!("del.s{i}")).collect();
+        let in0 = names.iter().find(|n| partition_for(n, 2) == 0).unwrap();
+        let in1 = names.iter().find(|n| partition_for(n, 2) == 1).unwrap();
+        let record = |name: &str, ts: i64, v: f64| {
+            let mut b = Batch::new();
+            b.push(name, ts, v);
+            encode(&b, NOW)
+        };
+        let (t1, t2) = (NOW - 120, NOW - 60);
+        let mut batch = Batch::new();
+        let mut arrival = 0;
+        let mut taken = Vec::new();
+        let log: Vec<(u32, Vec<u8>)> = vec![
+            (0, record(in0, t1, 1.0)),
+            (1, record(in1, t1, 1.0)),
+            (0, delete_marker(&["del.**".to_string()], NOW)),
+            (0, record(in0, t2, 2.0)),
+        ];
+        for (offset, (p, payload)) in log.iter().enumerate() {
+            assert!(run.take(
+                *p,
+                offset as i64,
+                payload,
+                &mut batch,
+                &mut arrival,
+                &mut taken
+            ));
+        }
+        assert!(run.flush(&mut batch, arrival, &mut taken));
+        let values = |name: &str| -> Vec<(i64, f64)> {
+            let f = store.fetch(name, NOW - 600, NOW, NOW).unwrap();
+            (0..)
+                .zip(f.values)
+                .filter_map(|(i, v)| Some((f.start + i * f.step, v?)))
+                .collect()
+        };
+        // the point of partition 0 before the marker is gone, the one after it kept
+        assert_eq!(values(in0), vec![(t2, 2.0)]);
+        // partition 1's series matches the glob, but its marker has not come
+        assert_eq!(values(in1), vec![(t1, 1.0)]);
+        assert_eq!(run.stats.deletes.load(Ordering::Relaxed), 1);
+        assert_eq!(run.stats.records.load(Ordering::Relaxed), 4);
+        let next = |p: u32| run.stats.partitions[&p].next.load(Ordering::Relaxed);
+        assert_eq!((next(0), next(1)), (4, 2));
+        // partition 1's marker: its series goes too
+        assert!(run.take(
+            1,
+            4,
+            &delete_marker(&["del.**".to_string()], NOW),
+            &mut batch,
+            &mut arrival,
+            &mut taken
+        ));
+        assert!(store.fetch(in1, NOW - 600, NOW, NOW).is_none());
+        assert_eq!(values(in0), vec![(t2, 2.0)]);
+    }
 
     #[test]
     fn offsets_file_roundtrip_and_errors() {

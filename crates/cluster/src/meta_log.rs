@@ -39,6 +39,9 @@ const APPEND_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct MetaProducer {
     producer: FutureProducer,
     topic: String,
+    /// The data topic and its partition count (for delete markers).
+    data_topic: String,
+    partitions: u32,
     rt: tokio::runtime::Runtime,
 }
 
@@ -69,6 +72,8 @@ impl MetaProducer {
         Ok(MetaProducer {
             producer,
             topic: meta_topic(config),
+            data_topic: config.topic.clone(),
+            partitions: config.partitions.max(1),
             rt,
         })
     }
@@ -89,6 +94,35 @@ impl MetaProducer {
             .map_err(|(e, _)| e)
             .context("appending a metadata op")?;
         Ok(delivered.offset)
+    }
+}
+
+impl MetaProducer {
+    /// Writes a delete marker of the series matching `globs` into every partition of
+    /// the data topic (`crate::record::delete_marker`) and returns once Kafka has all
+    /// of them (`acks=all`). Blocking.
+    pub fn append_delete_markers(&self, globs: &[String], arrival: i64) -> Result<()> {
+        let payload = crate::record::delete_marker(globs, arrival);
+        let mut deliveries = Vec::with_capacity(self.partitions as usize);
+        for p in 0..self.partitions {
+            let record: FutureRecord<'_, (), [u8]> = FutureRecord::to(&self.data_topic)
+                .partition(p as i32)
+                .payload(&payload);
+            let delivery = self
+                .producer
+                .send_result(record)
+                .map_err(|(e, _)| e)
+                .context("queueing a delete marker")?;
+            deliveries.push(delivery);
+        }
+        for delivery in deliveries {
+            self.rt
+                .block_on(delivery)
+                .context("the metadata log's producer stopped")?
+                .map_err(|(e, _)| e)
+                .context("appending a delete marker")?;
+        }
+        Ok(())
     }
 }
 

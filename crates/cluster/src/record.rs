@@ -48,9 +48,19 @@
 //! u8      version = 3
 //! u8      flags: bit 0 (GRAPH) = the points are a GrowthForecast graph's: a series
 //!         the record creates rolls up by average with xFilesFactor 0, as on a single
-//!         node; other bits must be 0
+//!         node; bit 1 (DELETE) = a delete marker (below); other bits must be 0
 //! ...     the rest exactly as version 2 (arrival, count, points)
 //! ```
+//!
+//! A delete marker (`POST /api/v1/series/delete` in a cluster, see [`delete_marker`])
+//! is a version 3 record with the DELETE flag whose "points" are the request's globs,
+//! each as a name (timestamp the arrival, value 0). The origin writes one into every
+//! data partition (a glob names no partition); a storage node applies the points
+//! before it, deletes the series matching the globs *of that partition* (the ones
+//! [`partition_for`] places there), and goes on: every replica deletes at the same log
+//! position. A node of a release before the flag refuses the record as an unknown flag
+//! (`sumi_cluster_consume_bad_records_total`, logged) and skips it: it stores nothing
+//! wrong, but keeps the series (it deletes them when it applies the metadata op).
 //!
 //! Varints are LEB128 (7 bits a byte, low first, at most 10 bytes). The message has no
 //! key (the partition is chosen here, see [`partition_for`]) and is compressed by the
@@ -72,8 +82,11 @@ pub const RECORD_VERSIONS: [u8; 3] = [1, 2, 3];
 /// Version 3's flag: the record's points are a GrowthForecast graph's (see the header).
 pub const FLAG_GRAPH: u8 = 1;
 
+/// Version 3's flag: the record is a delete marker (see the header).
+pub const FLAG_DELETE: u8 = 2;
+
 /// The flags this code knows.
-const KNOWN_FLAGS: u8 = FLAG_GRAPH;
+const KNOWN_FLAGS: u8 = FLAG_GRAPH | FLAG_DELETE;
 
 /// Powers of ten of the decimal value kinds (kind k: 10^(k-1)), all exact in f64.
 const POW10: [f64; 7] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
@@ -390,6 +403,20 @@ pub fn encode_flagged(batch: &Batch, arrival: i64, flags: u8) -> Vec<u8> {
         w.push(name, p.ts, p.value);
     }
     w.finish().to_vec()
+}
+
+/// A delete marker of the series matching `globs` (see the header), taken at `arrival`.
+pub fn delete_marker(globs: &[String], arrival: i64) -> Vec<u8> {
+    let mut w = RecordWriter::with_flags(3, FLAG_DELETE, arrival);
+    for g in globs.iter().filter(|g| !g.is_empty()) {
+        w.push(g, arrival, 0.0);
+    }
+    w.into_record()
+}
+
+/// Whether a record is a delete marker, read from its header only.
+pub fn is_delete_marker(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&3) && bytes.get(1).is_some_and(|f| f & FLAG_DELETE != 0)
 }
 
 /// Why a record could not be read.
@@ -1007,6 +1034,27 @@ mod tests {
             decode_into(&[3], &mut out).unwrap_err(),
             RecordError::Truncated(1)
         );
+    }
+
+    #[test]
+    fn a_delete_marker_carries_its_globs_and_an_old_reader_refuses_it() {
+        let globs = vec!["del.**".to_string(), "cpu;host=a".to_string()];
+        let m = delete_marker(&globs, 1_700_000_000);
+        assert!(is_delete_marker(&m));
+        assert_eq!(&m[..2], &[3, FLAG_DELETE]);
+        let mut out = Batch::new();
+        let d = decode_into(&m, &mut out).unwrap();
+        assert_eq!((d.flags, d.points), (FLAG_DELETE, 2));
+        let names: Vec<&str> = out.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["del.**", "cpu;host=a"]);
+        let mut b = Batch::new();
+        b.push("x", 1, 1.0);
+        assert!(!is_delete_marker(&encode_flagged(&b, 1, FLAG_GRAPH)));
+        assert!(!is_delete_marker(&encode(&b, 1)));
+        // the release before the flag knew only FLAG_GRAPH: it refuses the marker
+        // (a counted, logged skip), storing nothing
+        let old_known = FLAG_GRAPH;
+        assert_ne!(m[1] & !old_known, 0);
     }
 
     proptest! {

@@ -156,7 +156,13 @@ async fn delete_in_cluster(
         if !dry {
             let here = state
                 .gf
-                .run(&state.store, Op::DeleteSeries { targets })
+                .run(
+                    &state.store,
+                    Op::DeleteSeries {
+                        targets,
+                        marked: false,
+                    },
+                )
                 .and_then(Applied::series)
                 .map_err(|e| Box::new(e.into_response()))?;
             // a series created between the match and the op is deleted too

@@ -44,6 +44,19 @@ impl OpLog for KafkaOpLog {
             .map(|ends| Some((0..).zip(ends).collect()))
             .map_err(|e| format!("{e:#}"))
     }
+
+    fn delete_markers(&self, globs: &[String]) -> Result<bool, String> {
+        self.producer
+            .append_delete_markers(globs, now_secs())
+            .map(|()| true)
+            .map_err(|e| format!("{e:#}"))
+    }
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// A storage node's wait before a delete of the metadata log: until its data consumer

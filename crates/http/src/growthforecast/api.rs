@@ -567,7 +567,10 @@ pub(crate) fn apply_op(
             Ok(Applied::Done)
         }
         Op::AddVrule { vrule } => Ok(Applied::Vrule(db.add_vrule(vrule)?)),
-        Op::DeleteSeries { targets } => {
+        // the data consumers deleted at the markers; deleting here too would delete
+        // later points on a node further along the data topic than another
+        Op::DeleteSeries { marked: true, .. } => Ok(Applied::Series(Vec::new())),
+        Op::DeleteSeries { targets, .. } => {
             let patterns: Vec<&str> = targets.iter().map(String::as_str).collect();
             let names = store
                 .delete_series(&patterns)

@@ -48,6 +48,12 @@ pub trait OpLog: Send + Sync + std::fmt::Debug {
     fn data_ends(&self) -> Result<Option<BTreeMap<u32, i64>>, String> {
         Ok(None)
     }
+    /// Writes a delete marker of `globs` into every data partition and returns once
+    /// Kafka has them all (`acks=all`): true, or false where there is no data topic.
+    /// Blocking.
+    fn delete_markers(&self, _globs: &[String]) -> Result<bool, String> {
+        Ok(false)
+    }
 }
 
 /// One message of the metadata log.
@@ -92,11 +98,19 @@ pub enum Op {
     DeleteSection { service: String, section: String },
     /// `POST /vrule/api/...` (the rule's time resolved by the origin).
     AddVrule { vrule: Vrule },
-    /// `POST /api/v1/series/delete` (its globs): every node deletes the matching
-    /// series of its own store. Not GrowthForecast's, but the same ordering problem
-    /// (see [`OpMessage::data_ends`]), so the same log. A node of a release before
-    /// it reads the message as unreadable and skips it (counted).
-    DeleteSeries { targets: Vec<String> },
+    /// `POST /api/v1/series/delete` (its globs). With `marked`, the origin has put a
+    /// delete marker into every data partition first (see `OpLog::delete_markers`):
+    /// the storage nodes' data consumers delete the series there, at the same log
+    /// position on every replica, and the op only waits for them (its
+    /// [`OpMessage::data_ends`] are read after the markers). Without (a log without a
+    /// data topic, or an op of the release before the markers), every node deletes
+    /// the matching series of its own store when it applies the op. A node of a
+    /// release before the op reads the message as unreadable and skips it (counted).
+    DeleteSeries {
+        targets: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        marked: bool,
+    },
 }
 
 impl Op {
@@ -496,7 +510,12 @@ impl Applier {
 
 /// Appends `op` to the metadata log and waits until this node has applied it: what
 /// it did, as every node did it.
-pub(crate) fn submit(log: &dyn OpLog, waiters: &Waiters, op: Op) -> Outcome {
+pub(crate) fn submit(log: &dyn OpLog, waiters: &Waiters, mut op: Op) -> Outcome {
+    if let Op::DeleteSeries { targets, marked } = &mut op {
+        *marked = log
+            .delete_markers(targets)
+            .map_err(|e| PostError::Log(format!("writing the delete markers: {e}")))?;
+    }
     let data_ends = if op.deletes_data() {
         log.data_ends()
             .map_err(|e| PostError::Log(format!("reading the data topic's end: {e}")))?
@@ -761,6 +780,7 @@ mod tests {
         let ends: BTreeMap<u32, i64> = [(0, 9)].into_iter().collect();
         let op = Op::DeleteSeries {
             targets: vec!["gone.**".into()],
+            marked: false,
         };
         assert!(op.deletes_data());
         let payload = serde_json::to_vec(&OpMessage {
