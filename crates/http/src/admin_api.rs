@@ -11,11 +11,13 @@
 //! parameters from the query string or a form body, and answer JSON saying how many
 //! series and which (the list is capped at [`MAX_LISTED`] names).
 //!
-//! On a cluster node a delete goes through the metadata log as an op
+//! On a cluster node a delete first puts a delete marker into every data partition
+//! (`OpLog::delete_markers`, acks=all): the storage nodes' consumers delete the matching
+//! series of each partition at its marker, the same log position on every replica, and
+//! a node that was down does so when it replays the data topic. Then the op
 //! (`growthforecast::replicated::Op::DeleteSeries`, carrying the data topic's end
-//! offsets): every node, whichever took the request, deletes the matching series of its
-//! own store once its data consumer has passed those offsets, and a node that was down
-//! does so from the log when it comes back. The answer (after the op is in the log and
+//! offsets) goes through the metadata log; it deletes nothing itself and is answered
+//! once this node's consumer has passed those offsets. The answer (after the op is in the log and
 //! this node has applied it) lists the series matched over the whole cluster just
 //! before (read through the fan-out, with `X-Sumi-Partial` when a partition had no
 //! replica). A rename stays local to the node (not built for a cluster).
