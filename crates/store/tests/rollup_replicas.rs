@@ -246,3 +246,23 @@ fn compare(want: &[BTreeMap<i64, u64>], got: &[BTreeMap<i64, u64>], now: i64, ct
         );
     }
 }
+
+/// Two points of one slot keep the later one whether a batch holds both or each its own
+/// (a storage node's batches follow its fetches' timing).
+#[test]
+fn same_slot_twice_in_one_batch_or_two() {
+    let dir = TempDir::new("dup");
+    let clock = ManualClock::new(T0);
+    let store = open(&options(dir.path(), rules(RET, &agg(0.0))), &clock);
+    let t = T0 - 100;
+    store
+        .write_at(&batch(&[("one", t, 1.0), ("one", t + 1, 2.0)]), T0)
+        .unwrap();
+    store.write_at(&batch(&[("two", t, 1.0)]), T0).unwrap();
+    store.write_at(&batch(&[("two", t + 1, 2.0)]), T0).unwrap();
+    let f = |n| store.fetch(n, T0 - 600, T0, T0).unwrap().values;
+    assert_eq!(f("one"), f("two"));
+    assert_eq!(f("one").iter().flatten().collect::<Vec<_>>(), [&2.0]);
+    store.run_maintenance().unwrap();
+    assert_eq!(f("one"), f("two"));
+}
