@@ -231,13 +231,14 @@ fn growthforecast_import_into_a_cluster_reaches_every_node() {
                 .iter()
                 .map(|(k, on)| {
                     let nodes: Vec<_> = on.iter().map(|(n, p)| (*n, p.len())).collect();
-                    // the first slot the two replicas disagree on
-                    let differ = on.get(1).and_then(|(_, b)| {
+                    // the slots the two replicas disagree on: time, age at the import, values
+                    let differ = on.get(1).map(|(_, b)| {
                         let a = &on[0].1;
                         a.keys()
-                            .chain(b.keys())
-                            .find(|t| a.get(t) != b.get(t))
-                            .map(|t| (*t, a.get(t).copied(), b.get(t).copied()))
+                            .chain(b.keys().filter(|t| !a.contains_key(t)))
+                            .filter(|t| a.get(t) != b.get(t))
+                            .map(|t| (*t, t0 - *t, a.get(t).copied(), b.get(t).copied()))
+                            .collect::<Vec<_>>()
                     });
                     (k, nodes, differ)
                 })
