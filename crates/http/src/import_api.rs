@@ -174,33 +174,54 @@ pub async fn import(State(state): State<Arc<AppState>>, body: Bytes) -> Response
         return import_to_log(state, req).await;
     }
     let store = state.store.clone();
-    let res = tokio::task::spawn_blocking(move || -> Result<ImportAnswer, StoreError> {
-        let mut answer = ImportAnswer::default();
-        for s in &req.series {
-            let mut r = ImportResult {
-                name: s.name.clone(),
-                ..ImportResult::default()
-            };
-            match prepare(s) {
-                Err(e) => r.error = Some(e),
-                Ok((cfg, points)) => match store.import_series(&s.name, &cfg, &points) {
-                    Ok(o) => {
-                        r.created = o.created;
-                        r.written = o.written;
-                        r.present = o.present;
-                        r.out_of_range = o.out_of_range;
-                    }
-                    Err(e @ (StoreError::Admin(_) | StoreError::Options(_))) => {
-                        r.error = Some(e.to_string())
-                    }
-                    Err(e) => return Err(e),
-                },
+    let res = tokio::task::spawn_blocking(move || {
+        import_each(&req, |s, cfg, points, r| {
+            match store.import_series(&s.name, &cfg, &points) {
+                Ok(o) => {
+                    r.created = o.created;
+                    r.written = o.written;
+                    r.present = o.present;
+                    r.out_of_range = o.out_of_range;
+                }
+                Err(e @ (StoreError::Admin(_) | StoreError::Options(_))) => {
+                    r.error = Some(e.to_string())
+                }
+                Err(e) => return Err(e),
             }
-            answer.series.push(r);
-        }
-        Ok(answer)
+            Ok(())
+        })
     })
     .await;
+    answer(res)
+}
+
+/// Each series of the request: [`prepare`]d, then given to `one` with its result to
+/// fill in (a series that cannot be prepared gets its error instead). An `Err` from
+/// `one` ends the import (the target cannot take more); the answer lists every series.
+fn import_each<E>(
+    req: &ImportRequest,
+    mut one: impl FnMut(&ImportSeries, SeriesConfig, ArchivePoints, &mut ImportResult) -> Result<(), E>,
+) -> Result<ImportAnswer, E> {
+    let mut answer = ImportAnswer::default();
+    for s in &req.series {
+        let mut r = ImportResult {
+            name: s.name.clone(),
+            ..ImportResult::default()
+        };
+        match prepare(s) {
+            Err(e) => r.error = Some(e),
+            Ok((cfg, points)) => one(s, cfg, points, &mut r)?,
+        }
+        answer.series.push(r);
+    }
+    Ok(answer)
+}
+
+/// The HTTP answer of an import that ran on a blocking thread: 200 with the answer, 503
+/// when the target stopped taking series, 500 when the thread failed.
+fn answer<E: std::fmt::Display>(
+    res: Result<Result<ImportAnswer, E>, tokio::task::JoinError>,
+) -> Response {
     match res {
         Err(e) => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -233,47 +254,26 @@ pub fn merged_history(archives: &[Vec<(i64, f64)>]) -> Vec<(i64, f64)> {
 /// `POST /api/v0/import` on a cluster node (see the module doc).
 async fn import_to_log(state: Arc<AppState>, req: ImportRequest) -> Response {
     let sink = state.sink.clone();
-    let res = tokio::task::spawn_blocking(move || -> Result<ImportAnswer, String> {
-        let mut answer = ImportAnswer::default();
-        for s in &req.series {
-            let mut r = ImportResult {
-                name: s.name.clone(),
-                ..ImportResult::default()
-            };
-            match prepare(s) {
-                Err(e) => r.error = Some(e),
-                Ok((cfg, archives)) => {
-                    let mut batch = sumi_model::Batch::new();
-                    for (ts, v) in merged_history(&archives) {
-                        batch.push(&s.name, ts, v);
-                    }
-                    if !batch.is_empty() {
-                        let graph = cfg.method == AggMethod::Average && cfg.xff == 0.0;
-                        let sent = if graph {
-                            sink.append_graph_points(&batch)
-                        } else {
-                            sink.append(&batch)
-                        };
-                        r.written = sent.map_err(|e| e.to_string())?.accepted;
-                    }
-                }
+    let res = tokio::task::spawn_blocking(move || {
+        import_each(&req, |s, cfg, archives, r| {
+            let mut batch = sumi_model::Batch::new();
+            for (ts, v) in merged_history(&archives) {
+                batch.push(&s.name, ts, v);
             }
-            answer.series.push(r);
-        }
-        Ok(answer)
+            if !batch.is_empty() {
+                let graph = cfg.method == AggMethod::Average && cfg.xff == 0.0;
+                let sent = if graph {
+                    sink.append_graph_points(&batch)
+                } else {
+                    sink.append(&batch)
+                };
+                r.written = sent.map_err(|e| e.to_string())?.accepted;
+            }
+            Ok::<(), String>(())
+        })
     })
     .await;
-    match res {
-        Err(e) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("import failed: {e}"),
-        ),
-        Ok(Err(e)) => refuse(StatusCode::SERVICE_UNAVAILABLE, e),
-        Ok(Ok(answer)) => json(
-            StatusCode::OK,
-            serde_json::to_string(&answer).unwrap_or_default(),
-        ),
-    }
+    answer(res)
 }
 
 #[cfg(test)]
