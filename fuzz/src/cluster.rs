@@ -254,3 +254,48 @@ pub fn spill_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let built = vec![1u8, 5, 0, 0, 0, 2, 0, 0, 0, 3, 7, 8, 9];
     vec![("spilled", spilled), ("empty", empty), ("built", built)]
 }
+
+/// [`cluster_state_files`]: the first byte picks the file. Even: the rest is a storage
+/// node's offsets file (`<data_dir>/cluster/offsets`, read by
+/// `sumi_cluster::consumer::read_offsets`); odd: its gaps file (`cluster/gaps`,
+/// `sumi_cluster::log_gaps::read_gaps`). Both are read for the topic `t`. Refused: an
+/// error with a message. Accepted: what was read, written back by the node's own
+/// writer and read again, is the same.
+pub fn cluster_state_files(data: &[u8]) {
+    use sumi_cluster::consumer::{read_offsets, write_offsets};
+    use sumi_cluster::log_gaps::{add_gap, read_gaps};
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let dir = crate::scratch_base().join(format!(
+        "sumi-fuzz-cluster-state-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join("file");
+    let again = dir.join("again");
+    let _ = std::fs::remove_file(&again);
+    std::fs::write(&path, rest).expect("scratch file");
+    if mode % 2 == 0 {
+        match read_offsets(&path, "t") {
+            Ok(offsets) => {
+                write_offsets(&again, "t", &offsets).expect("writing offsets");
+                let back = read_offsets(&again, "t").expect("written offsets read");
+                assert_eq!(back, offsets, "offsets changed on the way");
+            }
+            Err(e) => assert!(!e.to_string().is_empty(), "empty error message"),
+        }
+    } else {
+        match read_gaps(&path, "t") {
+            Ok(gaps) => {
+                for &p in &gaps {
+                    add_gap(&again, "t", p).expect("listing a gap");
+                }
+                let back = read_gaps(&again, "t").expect("written gaps read");
+                assert_eq!(back, gaps, "gaps changed on the way");
+            }
+            Err(e) => assert!(!e.to_string().is_empty(), "empty error message"),
+        }
+    }
+}

@@ -57,6 +57,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("relay_rules", relay::relay_rules),
     ("cluster_record", cluster::cluster_record),
     ("cluster_spill", cluster::cluster_spill),
+    ("cluster_state_files", cluster::cluster_state_files),
     ("fanout_fetch", fanout::fanout_fetch),
     ("import_values", import_values::import_values),
     ("anomaly_state", anomaly::anomaly_state),

@@ -87,7 +87,9 @@ pub struct ClusterConfig {
     /// added, or a partition moved here) is first copied from a peer that stores it
     /// (its series as they are, with the log offset they cover), then consumed from
     /// that offset; until it has caught up with the log, this node does not count as
-    /// its replica. Off: such a partition is consumed from the log's beginning.
+    /// its replica. Off: such a partition is consumed from the log's beginning —
+    /// unless Kafka's retention has removed records of it, then it is copied all the
+    /// same (`sumi_cluster::log_gaps`).
     #[serde(default)]
     pub copy_from_peers: bool,
     /// Storage role: at most this many points a second applied from the log (0: no

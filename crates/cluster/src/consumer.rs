@@ -40,6 +40,7 @@ use sumi_model::Batch;
 use sumi_store::{Store, StoreError};
 
 use crate::config::ClusterConfig;
+use crate::log_gaps::GapWatch;
 use crate::record::{decode_into, is_delete_marker, partition_for, peek_arrival, FLAG_GRAPH};
 
 /// How often applied offsets are checkpointed (WAL fsync, then the offsets file).
@@ -108,6 +109,9 @@ pub struct ConsumeStats {
     pub checkpoints: AtomicU64,
     /// Delete markers applied.
     pub deletes: AtomicU64,
+    /// Records Kafka's retention removed before this node applied them
+    /// ([`crate::log_gaps`]).
+    pub lost_records: AtomicU64,
     pub partitions: BTreeMap<u32, PartitionProgress>,
 }
 
@@ -134,6 +138,11 @@ impl ConsumeStats {
                 "sumi_cluster_consume_apply_retries_total",
                 "Appends the engine refused for now and that were retried.",
                 l(&self.apply_retries),
+            ),
+            (
+                "sumi_cluster_consume_lost_records_total",
+                "Records removed by Kafka's retention before this node applied them (the partition is copied again at the next start).",
+                l(&self.lost_records),
             ),
             (
                 "sumi_cluster_consume_checkpoints_total",
@@ -234,6 +243,15 @@ impl StorageConsumer {
             "storage consumer assigned"
         );
         let stop = Arc::new(AtomicBool::new(false));
+        let gaps = GapWatch::new(
+            config
+                .owned_partitions
+                .iter()
+                .map(|&p| (p, saved.get(&p).copied().unwrap_or(0)))
+                .collect(),
+            dir.join("gaps"),
+            &config.topic,
+        );
         let mut run = Run {
             consumer,
             store,
@@ -245,6 +263,7 @@ impl StorageConsumer {
             offsets_path,
             stats: stats.clone(),
             stop: stop.clone(),
+            gaps,
             dirty: std::cell::Cell::new(false),
             max_rate: config.consume_max_points_per_sec,
             rate_from: std::cell::Cell::new(None),
@@ -353,6 +372,8 @@ struct Run {
     offsets_path: PathBuf,
     stats: Arc<ConsumeStats>,
     stop: Arc<AtomicBool>,
+    /// Records skipped in the log (removed by retention before they were applied).
+    gaps: GapWatch,
     /// Offsets moved since the last checkpoint (a `Cell`: set while a polled message
     /// borrows the consumer).
     dirty: std::cell::Cell<bool>,
@@ -407,6 +428,10 @@ impl Run {
             let offset = msg.offset();
             if !self.stats.partitions.contains_key(&partition) {
                 continue;
+            }
+            let lost = self.gaps.polled(partition, offset);
+            if lost > 0 {
+                self.stats.lost_records.fetch_add(lost, Ordering::Relaxed);
             }
             let payload = msg.payload().unwrap_or_default();
             if !self.take(
@@ -742,6 +767,7 @@ mod tests {
             offsets_path: dir.join("offsets"),
             stats,
             stop: Arc::new(AtomicBool::new(false)),
+            gaps: GapWatch::new(BTreeMap::new(), dir.join("gaps"), "points"),
             dirty: std::cell::Cell::new(false),
             max_rate: 0,
             rate_from: std::cell::Cell::new(None),

@@ -22,13 +22,22 @@ pub fn meta_topic(config: &ClusterConfig) -> String {
     format!("{}.growthforecast", config.topic)
 }
 
-/// Creates the metadata topic (one partition, the data topic's replication factor)
-/// unless it exists, as [`crate::ensure_topic`] does the data topic. Blocking.
+/// The metadata topic's settings: its records are never removed. Every node's
+/// database is the whole log applied from its first op (a node that starts empty
+/// replays it all), so a record removed by time or size — the broker's default
+/// retention is seven days — would give a new node different rows and ids.
+pub const META_TOPIC_SETTINGS: [(&str, &str); 2] =
+    [("retention.ms", "-1"), ("retention.bytes", "-1")];
+
+/// Creates the metadata topic (one partition, the data topic's replication factor,
+/// [`META_TOPIC_SETTINGS`]) unless it exists, as [`crate::ensure_topic`] does the data
+/// topic, and gives an existing one those settings (a topic made by a release before
+/// them kept the broker's retention). Blocking.
 pub fn ensure_meta_topic(config: &ClusterConfig, wait: Duration) -> Result<()> {
     let mut meta = config.clone();
     meta.topic = meta_topic(config);
     meta.partitions = 1;
-    crate::ensure_topic(&meta, wait)
+    crate::ensure_topic_with(&meta, wait, &META_TOPIC_SETTINGS)
 }
 
 /// How long an append waits for Kafka's acknowledgement.
@@ -174,6 +183,18 @@ pub fn consume(
         let offset = msg.offset();
         if offset < *next {
             continue;
+        }
+        if offset > *next {
+            // only if records were removed (by hand, or by the retention a topic had
+            // before META_TOPIC_SETTINGS): this node's rows can no longer be the others'
+            tracing::error!(
+                topic = %topic,
+                expected = *next,
+                offset,
+                "growthforecast ops this node never applied are gone from the metadata log: \
+                 its graphs may differ from the other nodes'; copy growthforecast.db from \
+                 another node (stopped) to repair"
+            );
         }
         if let Err(e) = apply(offset, msg.payload().unwrap_or_default()) {
             tracing::warn!(offset, error = %e, "applying a growthforecast op; retrying");

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use parking_lot::Mutex;
 use sumi_cluster::consumer::{read_offsets, write_offsets};
+use sumi_cluster::log_gaps::{clear_gap, read_gaps};
 use sumi_cluster::{ClusterConfig, StorageConsumer};
 use sumi_http::handoff::{PartitionStates, Phase};
 use sumi_store::transfer::DumpReader;
@@ -40,22 +41,92 @@ use tracing::{info, warn};
 /// The consumer, once it runs (it starts late on a node that copies partitions first).
 pub(crate) type ConsumerSlot = Arc<Mutex<Option<StorageConsumer>>>;
 
-/// The owned partitions to copy before consuming: those without a consumed offset,
-/// when the node copies from peers.
+/// The owned partitions to copy before consuming:
+///
+/// - with `copy_from_peers`, those without a consumed offset (a node added, a
+///   partition moved here);
+/// - those this node has a **gap** in, when a peer stores them: its consumed offset (0
+///   where none) below the partition's log start in `log_starts` (Kafka's retention
+///   removed records it never applied: it was down for longer than the topic's
+///   retention), or listed in the gaps file (its consumer skipped such records while
+///   running, [`sumi_cluster::log_gaps`]). Its own series of such a partition are
+///   dropped and its offset forgotten first, so the partition is copied whole, like a
+///   new replica's; a crash before the copy is complete finds the partition without
+///   an offset (or still listed) at the next start and copies it again.
+///
+/// A gap in a partition no peer stores cannot be filled: it is logged, and the
+/// partition consumed from the log's start.
 pub(crate) fn partitions_to_copy(
     cc: &ClusterConfig,
     data_dir: &std::path::Path,
+    store: &Store,
+    log_starts: Option<&[i64]>,
 ) -> Result<Vec<u32>> {
-    if !cc.copy_from_peers {
-        return Ok(Vec::new());
+    let dir = data_dir.join("cluster");
+    let offsets_path = dir.join("offsets");
+    let gaps_path = dir.join("gaps");
+    let mut saved = read_offsets(&offsets_path, &cc.topic)?;
+    let listed = read_gaps(&gaps_path, &cc.topic)?;
+    let mut to_copy = Vec::new();
+    for &p in &cc.owned_partitions {
+        let offset = saved.get(&p).copied();
+        let start = log_starts.and_then(|s| s.get(p as usize)).copied();
+        let behind = start.is_some_and(|s| s > offset.unwrap_or(0));
+        if !behind && !listed.contains(&p) {
+            if offset.is_none() && cc.copy_from_peers {
+                to_copy.push(p);
+            }
+            continue;
+        }
+        let has_peer = cc
+            .peers
+            .iter()
+            .any(|n| n.node_id != cc.node_id && n.partitions.contains(&p));
+        if !has_peer {
+            tracing::error!(
+                partition = p,
+                offset,
+                log_start = start,
+                "Kafka's retention removed records of this partition that this node never \
+                 applied, and no peer stores the partition to copy it from: its points \
+                 from those records are lost here; consuming from the log's start"
+            );
+            clear_gap(&gaps_path, &cc.topic, p)?;
+            continue;
+        }
+        if offset.is_some() {
+            let names = store.series_names_where(|n| placed_in(n, cc.partitions) == p);
+            warn!(
+                partition = p,
+                offset,
+                log_start = start,
+                series = names.len(),
+                "this node lacks records of the partition that Kafka's retention removed \
+                 (down or behind for longer than the topic's retention): dropping its \
+                 series of the partition and copying it from a replica"
+            );
+            let named: Vec<&str> = names.iter().map(String::as_str).collect();
+            store
+                .delete_series_named(&named)
+                .context("dropping the series of a partition to copy again")?;
+            store.sync_wal().context("syncing the WAL after the drop")?;
+            saved.remove(&p);
+            write_offsets(&offsets_path, &cc.topic, &saved)
+                .with_context(|| format!("writing {}", offsets_path.display()))?;
+        }
+        to_copy.push(p);
     }
-    let saved = read_offsets(&data_dir.join("cluster").join("offsets"), &cc.topic)?;
-    Ok(cc
-        .owned_partitions
-        .iter()
-        .copied()
-        .filter(|p| !saved.contains_key(p))
-        .collect())
+    Ok(to_copy)
+}
+
+/// The partition a stored series belongs to (a score series `_anomaly.<name>` is in
+/// `<name>`'s).
+fn placed_in(name: &str, partitions: u32) -> u32 {
+    let placed = name
+        .strip_prefix(sumi_query::functions::anomaly::SCORE_PREFIX)
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(name);
+    sumi_cluster::partition_for(placed, partitions)
 }
 
 /// What the joining thread works with.
@@ -265,7 +336,13 @@ impl Join {
         let mut saved = read_offsets(&path, &self.cc.topic)?;
         saved.insert(p, offset);
         write_offsets(&path, &self.cc.topic, &saved)
-            .with_context(|| format!("writing {}", path.display()))
+            .with_context(|| format!("writing {}", path.display()))?;
+        // a partition copied again for a gap is whole now
+        clear_gap(
+            &self.data_dir.join("cluster").join("gaps"),
+            &self.cc.topic,
+            p,
+        )
     }
 }
 

@@ -69,9 +69,18 @@ pub(crate) async fn open_cluster(
     };
     let t0 = Instant::now();
     let ensure = cc.clone();
-    tokio::task::spawn_blocking(move || {
+    let log_starts = tokio::task::spawn_blocking(move || {
         sumi_cluster::ensure_topic(&ensure, std::time::Duration::from_secs(60))?;
-        sumi_cluster::meta_log::ensure_meta_topic(&ensure, std::time::Duration::from_secs(60))
+        sumi_cluster::meta_log::ensure_meta_topic(&ensure, std::time::Duration::from_secs(60))?;
+        // a storage node checks that the log still holds what it has not applied
+        Ok::<_, anyhow::Error>(match ensure.role {
+            Role::Ingest => None,
+            Role::Storage => {
+                sumi_cluster::log_start_offsets(&ensure, std::time::Duration::from_secs(10))
+                    .map_err(|e| tracing::warn!("reading the log's start offsets: {e:#}"))
+                    .ok()
+            }
+        })
     })
     .await
     .context("checking the kafka topic")?
@@ -87,7 +96,12 @@ pub(crate) async fn open_cluster(
     let gf_log = Arc::new(crate::gf_log::KafkaOpLog::new(&cc)?);
     let to_copy = match cc.role {
         Role::Ingest => Vec::new(),
-        Role::Storage => crate::cluster_join::partitions_to_copy(&cc, &config.data_dir)?,
+        Role::Storage => crate::cluster_join::partitions_to_copy(
+            &cc,
+            &config.data_dir,
+            store,
+            log_starts.as_deref(),
+        )?,
     };
     // a node that copies partitions first starts its consumer once they are copied
     let consumer = match cc.role {

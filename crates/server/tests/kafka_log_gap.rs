@@ -1,0 +1,313 @@
+//! A storage node that misses records Kafka's retention removed before it applied them,
+//! on a real Kafka with separate processes (`scripts/cluster-up.sh`: three storage
+//! nodes, every partition on two of them). Retention is played by Kafka's own
+//! DeleteRecords request up to each partition's end, which moves the log's start
+//! exactly as a segment expiring does.
+//!
+//! 1. Node 3 is stopped, a load goes on without it, the records are removed, more load
+//!    follows; at its restart node 3 finds its offsets below the log's start, drops
+//!    its series of those partitions, copies them from a replica and consumes on:
+//!    it then holds every point, the removed records' included, as its replicas do.
+//! 2. Node 2 runs with a slow apply rate and a small fetch queue, so it is behind when
+//!    the records are removed again: its consumer counts the records it lost
+//!    (`sumi_cluster_consume_lost_records_total`) and lists the partitions in its
+//!    gaps file; restarted, it copies them and holds every point again.
+//!
+//! Also: the metadata log's topic keeps its records (`retention.ms` and
+//! `retention.bytes` -1). Needs Java and Maven, like every kafka_* test; never skipped.
+
+#[path = "common/kafka.rs"]
+mod kafka;
+
+use std::time::{Duration, Instant};
+
+use kafka::{diff, metric, rendered, require_kafka, send_carbon, Cluster, Points};
+use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, ResourceSpecifier};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{Offset, TopicPartitionList};
+
+/// One-second slots, so that no point overwrites another.
+const SCHEMAS: &str = "[load]\npattern = ^load\\.\nretentions = 1s:2h\n\n[default]\npattern = .*\nretentions = 60s:1d\n";
+const PARTITIONS: u32 = 6;
+const SERIES: usize = 60;
+
+fn lines(base: i64, rounds: std::ops::Range<i64>) -> String {
+    let mut out = String::new();
+    for r in rounds {
+        for s in 0..SERIES {
+            out.push_str(&format!("load.s{s:03} {} {}\n", value(s, r), base + r));
+        }
+    }
+    out
+}
+
+/// Sends rounds one connection each, so that each round is its own records.
+fn send_rounds(carbon: &str, base: i64, rounds: std::ops::Range<i64>) {
+    for r in rounds {
+        send_carbon(carbon, &lines(base, r..r + 1));
+    }
+}
+
+fn value(series: usize, round: i64) -> f64 {
+    (series * 1000) as f64 + round as f64 * 0.5
+}
+
+/// What a node storing `parts` should hold of rounds `0..rounds`.
+fn expected(base: i64, rounds: i64, parts: &[u32]) -> Points {
+    (0..SERIES)
+        .map(|s| format!("load.s{s:03}"))
+        .filter(|n| parts.contains(&sumi_cluster::partition_for(n, PARTITIONS)))
+        .map(|n| {
+            let s: usize = n["load.s".len()..].parse().unwrap();
+            let pts = (0..rounds).map(|r| (base + r, value(s, r))).collect();
+            (n, pts)
+        })
+        .collect()
+}
+
+fn wait_local(cluster: &Cluster, n: u32, want: &Points, from: i64, until: i64, secs: u64) {
+    let addr = cluster.get(&format!("NODE{n}_HTTP"));
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let got = rendered(&addr, from, until, true);
+        if diff(want, &got) == (0, 0) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {n}: {:?} (missing, extra) points; its log:\n{}",
+            diff(want, &got),
+            cluster.log(n)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Removes every record of the data topic below each partition's end, as retention
+/// would; the log's new starts.
+fn remove_records(bootstrap: &str, topic: &str) -> Vec<i64> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS as i32 {
+        let (_, high) = consumer
+            .fetch_watermarks(topic, p, Duration::from_secs(10))
+            .unwrap();
+        tpl.add_partition_offset(topic, p, Offset::Offset(high))
+            .unwrap();
+    }
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let done = rt
+        .block_on(admin.delete_records(&tpl, &AdminOptions::new()))
+        .unwrap();
+    for e in done.elements() {
+        assert!(e.error().is_ok(), "deleting records: {e:?}");
+    }
+    (0..PARTITIONS as i32)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(topic, p, Duration::from_secs(10))
+                .unwrap()
+                .0
+        })
+        .collect()
+}
+
+/// Sets `topic`'s `name` to `value`, as an older release's topic or an operator may
+/// have it.
+fn set_topic_setting(bootstrap: &str, topic: &str, name: &str, value: &str) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let alter = AlterConfig::new(ResourceSpecifier::Topic(topic)).set(name, value);
+    for r in rt
+        .block_on(admin.alter_configs([&alter], &AdminOptions::new()))
+        .unwrap()
+    {
+        r.unwrap();
+    }
+}
+
+fn topic_setting(bootstrap: &str, topic: &str, name: &str) -> Option<String> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let described = rt
+        .block_on(admin.describe_configs([&ResourceSpecifier::Topic(topic)], &AdminOptions::new()))
+        .unwrap();
+    let resource = described.into_iter().next().unwrap().unwrap();
+    resource.get(name).and_then(|e| e.value.clone())
+}
+
+#[test]
+fn a_node_behind_the_logs_retention_copies_what_it_lacks() {
+    require_kafka();
+    let t0 = Instant::now();
+    let mut cluster = Cluster::up(
+        "sumi-kafka-gap",
+        Some(SCHEMAS),
+        &[("SUMI_CLUSTER_PARTITIONS", PARTITIONS.to_string())],
+    );
+    eprintln!("cluster up in {:.1}s", t0.elapsed().as_secs_f64());
+    let bootstrap = cluster.get("KAFKA_BOOTSTRAP");
+    let topic = cluster.get("CLUSTER_TOPIC");
+    let carbon = cluster.get("INGEST_CARBON");
+    let parts: Vec<Vec<u32>> = (1..=3).map(|n| cluster.partitions_of(n)).collect();
+    let base = kafka::unix_now() - 3600;
+    let (from, until) = (base - 10, base + 1000);
+
+    // the metadata log is never cut by time or size
+    let meta = format!("{topic}.growthforecast");
+    for name in ["retention.ms", "retention.bytes"] {
+        assert_eq!(
+            topic_setting(&bootstrap, &meta, name).as_deref(),
+            Some("-1"),
+            "{meta}'s {name}"
+        );
+    }
+
+    // a metadata topic with the broker's retention (made by an older release) gets
+    // them when a node starts: here node 3, below
+    set_topic_setting(&bootstrap, &meta, "retention.ms", "604800000");
+    assert_eq!(
+        topic_setting(&bootstrap, &meta, "retention.ms").as_deref(),
+        Some("604800000")
+    );
+
+    // 1. node 3 stopped while records it never applied are removed
+    send_rounds(&carbon, base, 0..10);
+    for n in 1..=3u32 {
+        wait_local(
+            &cluster,
+            n,
+            &expected(base, 10, &parts[n as usize - 1]),
+            from,
+            until,
+            30,
+        );
+    }
+    cluster.node("stop", 3);
+    send_rounds(&carbon, base, 10..40);
+    for n in [1u32, 2] {
+        wait_local(
+            &cluster,
+            n,
+            &expected(base, 40, &parts[n as usize - 1]),
+            from,
+            until,
+            30,
+        );
+    }
+    let starts = remove_records(&bootstrap, &topic);
+    assert!(starts.iter().all(|&s| s > 0), "log starts {starts:?}");
+    send_rounds(&carbon, base, 40..50);
+    cluster.node("start", 3);
+    wait_local(&cluster, 3, &expected(base, 50, &parts[2]), from, until, 60);
+    let log3 = cluster.log(3);
+    assert!(
+        log3.contains("dropping its series of the partition and copying it from a replica"),
+        "node 3 did not see its gap:\n{log3}"
+    );
+    let node3 = cluster.get("NODE3_HTTP");
+    assert_eq!(
+        metric(&node3, "sumi_cluster_consume_lost_records_total"),
+        0.0
+    );
+    assert_eq!(
+        topic_setting(&bootstrap, &meta, "retention.ms").as_deref(),
+        Some("-1"),
+        "node 3's start did not settle the metadata topic's retention"
+    );
+    eprintln!("node 3 whole again at {:.1}s", t0.elapsed().as_secs_f64());
+
+    // 2. node 2 behind while running (slow, with a small fetch queue) when records are
+    // removed again
+    let config = cluster.config(2);
+    let toml = std::fs::read_to_string(&config).unwrap();
+    let slow = toml.replacen(
+        "[cluster]\n",
+        "[cluster]\nconsume_max_points_per_sec = 200\nlibrdkafka_consumer = { \"queued.min.messages\" = \"1\", \"queued.max.messages.kbytes\" = \"1\", \"message.max.bytes\" = \"1000\", \"fetch.max.bytes\" = \"2048\", \"max.partition.fetch.bytes\" = \"1024\" }\n",
+        1,
+    );
+    assert_ne!(slow, toml, "no [cluster] line in {}", config.display());
+    std::fs::write(&config, &slow).unwrap();
+    cluster.node("stop", 2);
+    cluster.node("start", 2);
+    send_rounds(&carbon, base, 50..150);
+    for n in [1u32, 3] {
+        wait_local(
+            &cluster,
+            n,
+            &expected(base, 150, &parts[n as usize - 1]),
+            from,
+            until,
+            60,
+        );
+    }
+    let node2 = cluster.get("NODE2_HTTP");
+    let own = rendered(&node2, from, until, true);
+    let (short, _) = diff(&expected(base, 150, &parts[1]), &own);
+    assert!(short > 0, "node 2 was not behind: the test proves nothing");
+    remove_records(&bootstrap, &topic);
+    send_rounds(&carbon, base, 150..160);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metric(&node2, "sumi_cluster_consume_lost_records_total") == 0.0 {
+        assert!(
+            Instant::now() < deadline,
+            "node 2 never counted the records it lost; its log:\n{}",
+            cluster.log(2)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let gaps = cluster.file("node2/data/cluster/gaps");
+    assert!(gaps.contains(&topic), "node 2's gaps file: {gaps:?}");
+    // restarted at full speed, it copies what it lost
+    std::fs::write(&config, &toml).unwrap();
+    cluster.node("stop", 2);
+    cluster.node("start", 2);
+    wait_local(
+        &cluster,
+        2,
+        &expected(base, 160, &parts[1]),
+        from,
+        until,
+        60,
+    );
+    let gaps = cluster.file("node2/data/cluster/gaps");
+    assert!(
+        !gaps.contains(&topic),
+        "node 2's gaps file after the copy: {gaps:?}"
+    );
+    for n in [1u32, 3] {
+        wait_local(
+            &cluster,
+            n,
+            &expected(base, 160, &parts[n as usize - 1]),
+            from,
+            until,
+            30,
+        );
+    }
+    eprintln!("done at {:.1}s", t0.elapsed().as_secs_f64());
+}
