@@ -51,7 +51,7 @@ pub struct MetaProducer {
     /// The data topic and its partition count (for delete markers).
     data_topic: String,
     partitions: u32,
-    rt: tokio::runtime::Runtime,
+    rt: Waiter,
 }
 
 impl std::fmt::Debug for MetaProducer {
@@ -74,10 +74,12 @@ impl MetaProducer {
             .set("message.timeout.ms", APPEND_TIMEOUT.as_millis().to_string())
             .create()
             .context("creating the metadata log's producer")?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .context("starting a runtime for the metadata log's producer")?;
+        let rt = Waiter(Some(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .context("starting a runtime for the metadata log's producer")?,
+        ));
         Ok(MetaProducer {
             producer,
             topic: meta_topic(config),
@@ -132,6 +134,29 @@ impl MetaProducer {
                 .context("appending a delete marker")?;
         }
         Ok(())
+    }
+}
+
+/// The small runtime a [`MetaProducer`] waits for Kafka's acknowledgements on. It is
+/// let go without waiting when dropped: the producer lives in the HTTP server's state,
+/// which is dropped on a runtime's thread at shutdown, where a blocking shutdown
+/// would panic.
+struct Waiter(Option<tokio::runtime::Runtime>);
+
+impl Waiter {
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        match &self.0 {
+            Some(rt) => rt.block_on(f),
+            None => unreachable!("the runtime is taken only when dropped"),
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
     }
 }
 

@@ -95,21 +95,15 @@ pub(crate) fn partitions_to_copy(
             continue;
         }
         if offset.is_some() {
-            let names = store.series_names_where(|n| placed_in(n, cc.partitions) == p);
             warn!(
                 partition = p,
                 offset,
                 log_start = start,
-                series = names.len(),
                 "this node lacks records of the partition that Kafka's retention removed \
                  (down or behind for longer than the topic's retention): dropping its \
                  series of the partition and copying it from a replica"
             );
-            let named: Vec<&str> = names.iter().map(String::as_str).collect();
-            store
-                .delete_series_named(&named)
-                .context("dropping the series of a partition to copy again")?;
-            store.sync_wal().context("syncing the WAL after the drop")?;
+            drop_partition(store, p, cc.partitions)?;
             saved.remove(&p);
             write_offsets(&offsets_path, &cc.topic, &saved)
                 .with_context(|| format!("writing {}", offsets_path.display()))?;
@@ -117,6 +111,28 @@ pub(crate) fn partitions_to_copy(
         to_copy.push(p);
     }
     Ok(to_copy)
+}
+
+/// Drops this node's series of partition `p` (before a copy of it, which brings the
+/// replica's whole partition): what an earlier, interrupted copy loaded, or what the
+/// node held of `p` before (a partition moved back to it, a gap), could otherwise keep
+/// series the replica no longer has — deleted meanwhile. The number dropped.
+fn drop_partition(store: &Store, p: u32, partitions: u32) -> Result<usize> {
+    let names = store.series_names_where(|n| placed_in(n, partitions) == p);
+    if names.is_empty() {
+        return Ok(0);
+    }
+    let named: Vec<&str> = names.iter().map(String::as_str).collect();
+    let n = store
+        .delete_series_named(&named)
+        .context("dropping the series of a partition to copy")?;
+    store.sync_wal().context("syncing the WAL after the drop")?;
+    info!(
+        partition = p,
+        series = n,
+        "dropped this node's series of the partition before copying it"
+    );
+    Ok(n)
 }
 
 /// The partition a stored series belongs to (a score series `_anomaly.<name>` is in
@@ -290,6 +306,7 @@ impl Join {
         if dump.partition != p {
             bail!("asked for partition {p}, got a dump of {}", dump.partition);
         }
+        drop_partition(&self.store, p, self.cc.partitions)?;
         let (mut series, mut points) = (0u64, 0u64);
         while let Some(s) = dump.next_series()? {
             loop {

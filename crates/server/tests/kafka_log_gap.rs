@@ -13,6 +13,10 @@
 //!    (`sumi_cluster_consume_lost_records_total`) and lists the partitions in its
 //!    gaps file; restarted, it copies them and holds every point again.
 //!
+//! 3. A partition copied onto a node that still holds series of it (a partition moved
+//!    back, or a copy interrupted): the node's own series of it are dropped first, so
+//!    a series deleted meanwhile does not come back.
+//!
 //! Also: the metadata log's topic keeps its records (`retention.ms` and
 //! `retention.bytes` -1). Needs Java and Maven, like every kafka_* test; never skipped.
 
@@ -307,6 +311,59 @@ fn a_node_behind_the_logs_retention_copies_what_it_lacks() {
             from,
             until,
             30,
+        );
+    }
+    eprintln!("node 2 whole again at {:.1}s", t0.elapsed().as_secs_f64());
+
+    // 3. a partition copied onto a node that still holds series of it (moved back to
+    // it, or a copy interrupted): a series deleted meanwhile does not come back.
+    // Node 1 stops; one of its series is deleted through the ingest node; node 1
+    // forgets its offset of that series' partition and starts copying from peers.
+    let p = parts[0][0];
+    let mut want = expected(base, 160, &parts[0]);
+    let doomed = want
+        .keys()
+        .find(|n| sumi_cluster::partition_for(n, PARTITIONS) == p)
+        .unwrap()
+        .clone();
+    want.remove(&doomed);
+    cluster.node("stop", 1);
+    let ingest = cluster.get("INGEST_HTTP");
+    let deleted = ureq::post(&format!("http://{ingest}/api/v1/series/delete"))
+        .timeout(Duration::from_secs(60))
+        .send_form(&[("target", doomed.as_str())])
+        .unwrap()
+        .into_string()
+        .unwrap();
+    assert!(deleted.contains("\"deleted\":1"), "{deleted}");
+    let offsets = cluster.dir.path().join("node1/data/cluster/offsets");
+    let forget = format!("{topic} {p} ");
+    let kept: String = std::fs::read_to_string(&offsets)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with(&forget))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&offsets, kept).unwrap();
+    let config = cluster.config(1);
+    let toml = std::fs::read_to_string(&config).unwrap();
+    let copying = toml.replacen("[cluster]\n", "[cluster]\ncopy_from_peers = true\n", 1);
+    std::fs::write(&config, copying).unwrap();
+    cluster.node("start", 1);
+    wait_local(&cluster, 1, &want, from, until, 60);
+    let log1 = cluster.log(1);
+    assert!(
+        log1.contains("partition copied from a replica"),
+        "node 1 did not copy partition {p}:\n{log1}"
+    );
+    // every node stops cleanly (a runtime dropped inside the HTTP server's state at
+    // shutdown once panicked there)
+    for n in 1..=3u32 {
+        cluster.node("stop", n);
+        let log = cluster.log(n);
+        assert!(
+            !log.contains("panicked") && log.contains("stopped"),
+            "node {n}'s log:\n{log}"
         );
     }
     eprintln!("done at {:.1}s", t0.elapsed().as_secs_f64());
