@@ -28,19 +28,21 @@ const MAX_RECORD_BYTES: usize = 256 * 1024;
 const POLL_WINDOW: Duration = Duration::from_secs(1);
 
 /// A producer and the thread that polls it for delivery reports (what rdkafka's
-/// `ThreadedProducer` does, with a longer poll, see [`POLL_WINDOW`]).
-struct Polled {
-    producer: Arc<BaseProducer<Ctx>>,
+/// `ThreadedProducer` does, with a longer poll, see [`POLL_WINDOW`]). Also the metadata
+/// log's producer (`crate::meta_log`): rdkafka's `FutureProducer` is a
+/// `ThreadedProducer` inside, with its 100 ms poll.
+pub(crate) struct Polled<C: ProducerContext + 'static> {
+    pub(crate) producer: Arc<BaseProducer<C>>,
     stop: Arc<AtomicBool>,
 }
 
-impl Polled {
-    fn start(producer: BaseProducer<Ctx>) -> std::io::Result<Polled> {
+impl<C: ProducerContext + 'static> Polled<C> {
+    pub(crate) fn start(producer: BaseProducer<C>, name: &str) -> std::io::Result<Polled<C>> {
         let producer = Arc::new(producer);
         let stop = Arc::new(AtomicBool::new(false));
         let (p, st) = (producer.clone(), stop.clone());
         std::thread::Builder::new()
-            .name("sumi-produce-poll".into())
+            .name(name.into())
             .spawn(move || {
                 while !st.load(Ordering::Relaxed) {
                     p.poll(POLL_WINDOW);
@@ -50,7 +52,7 @@ impl Polled {
     }
 }
 
-impl Drop for Polled {
+impl<C: ProducerContext + 'static> Drop for Polled<C> {
     /// The thread ends within [`POLL_WINDOW`] and drops its handle of the producer
     /// then; nothing waits for it.
     fn drop(&mut self) {
@@ -230,7 +232,7 @@ pub struct KafkaSink {
 
 /// What the sink and the spill's delivery thread share.
 struct Core {
-    producer: Polled,
+    producer: Polled<Ctx>,
     topic: String,
     partitions: u32,
     /// `[cluster] record_version`.
@@ -269,7 +271,7 @@ impl KafkaSink {
         let producer: BaseProducer<Ctx> = client.create_with_context(Ctx {
             stats: stats.clone(),
         })?;
-        let producer = Polled::start(producer).map_err(|e| {
+        let producer = Polled::start(producer, "sumi-produce-poll").map_err(|e| {
             KafkaError::ClientCreation(format!("starting the producer's polling thread: {e}"))
         })?;
         let core = Arc::new(Core {
