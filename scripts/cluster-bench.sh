@@ -24,11 +24,17 @@
 # SUMI_BENCH_WARM=N, up to N warm-up runs of the same size (series `<prefix>-warmK`)
 # come first, until two in a row in which every broker's compiler threads took under
 # SUMI_BENCH_WARM_JIT_CPU seconds (default 0.05); the measured run follows.
+#
+# With SUMI_BENCH_FRESH=1 the measured run meets the state a single node meets: every
+# sumi node is restarted (after the warm-ups) and the storage nodes start with empty
+# stores whose consumed offsets are the log's end (their data directories are DELETED),
+# so that neither the warm-up runs' series (millions of them, larger tables) nor their
+# merges land in the measured run. Kafka (and its JIT) stays warm.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 [ $# -ge 1 ] || die "usage: cluster-bench.sh DIR [SERIES] [POINTS]"
 dir=$1 series=${2:-100000} points=${3:-10}
-exec python3 - "$dir" "$series" "$points" <<'PY'
+SUMI_SCRIPTS=$(cd "$(dirname "$0")" && pwd) exec python3 - "$dir" "$series" "$points" <<'PY'
 import os, subprocess, sys, time, urllib.request
 
 dir, series, points = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -136,6 +142,45 @@ for k in range(1, warm_runs + 1):
 else:
     if warm_runs:
         print("note: the brokers' JIT was still compiling after %d warm-up runs" % warm_runs)
+
+def fresh():
+    # every sumi node restarted, the storage nodes with empty stores whose offsets are
+    # the log's end (nothing to replay): the measured run meets the state a single
+    # node started for it meets, not the series and parts of the warm-up runs
+    import shutil
+    scripts = os.environ["SUMI_SCRIPTS"]
+    for n in (0, 1, 2, 3):
+        subprocess.run([os.path.join(scripts, "cluster-node.sh"), dir, "stop", str(n)], check=True, stdout=subprocess.DEVNULL)
+    status = subprocess.run([env["SUMI_BIN"], "cluster", "status", "--config", os.path.join(dir, "node1", "sumi.toml")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
+    ends = {}
+    for line in status.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[0] == "partition" and f[2] == "end":
+            ends[int(f[1])] = int(f[3])
+    for n in (1, 2, 3):
+        data = os.path.join(dir, "node%d" % n, "data")
+        shutil.rmtree(data, ignore_errors=True)
+        os.makedirs(os.path.join(data, "cluster"))
+        with open(os.path.join(data, "cluster", "offsets"), "w") as f:
+            for p in env["NODE%d_PARTITIONS" % n].split(","):
+                if p:
+                    if int(p) not in ends:
+                        sys.exit("no log end for partition %s in `sumi cluster status`:\n%s" % (p, status))
+                    f.write("%s %s %d\n" % (env["CLUSTER_TOPIC"], p, ends[int(p)]))
+    for n in (0, 1, 2, 3):
+        subprocess.run([os.path.join(scripts, "cluster-node.sh"), dir, "start", str(n)], check=True, stdout=subprocess.DEVNULL)
+    for line in open(os.path.join(dir, "cluster.env")):
+        k, _, v = line.strip().partition("=")
+        env[k] = v
+    procs["ingest"] = int(env["INGEST_PID"])
+    for n in (1, 2, 3):
+        procs["node%d" % n] = int(env["NODE%d_PID" % n])
+    time.sleep(2)
+    print("sumi nodes restarted, storage nodes empty at the log's end")
+
+if os.environ.get("SUMI_BENCH_FRESH") == "1":
+    fresh()
 
 total = series * points
 elapsed, used, jit, bench_cpu, nbytes = run(prefix)
