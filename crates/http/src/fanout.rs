@@ -32,6 +32,7 @@
 //! | `tag_values` | `{"tag", "filter", "partitions"}` | `{value: count}` or `null` |
 //! | `autocomplete` | `{"exprs", "tag", "prefix", "limit"}` | tags or values |
 //! | `partition_dump` | `{"partition"}` | a partition's series ([`crate::handoff`]) |
+//! | `gf_snapshot` (GET) | none | a consistent copy of `growthforecast.db` with its metadata log offset ([`crate::handoff`]) |
 //!
 //! A node asked for partitions it does not serve (not owned, or still joining: see
 //! [`crate::handoff`]) answers `421`; the asker then asks the next replica of them
@@ -55,7 +56,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -1240,6 +1241,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/internal/v0/tag_values", post(serve_tag_values))
         .route("/internal/v0/autocomplete", post(serve_autocomplete))
         .route("/internal/v0/partition_dump", post(handoff::serve_dump))
+        .route("/internal/v0/gf_snapshot", get(handoff::serve_gf_snapshot))
         .route("/internal/v0/anomalies", post(serve_anomalies))
 }
 

@@ -237,6 +237,41 @@ struct DumpReq {
 /// Bytes gathered before a chunk of the dump is sent.
 const CHUNK_BYTES: usize = 1 << 20;
 
+/// `GET /internal/v0/gf_snapshot`: a consistent copy of this node's
+/// `growthforecast.db` (cluster nodes only), for a node whose metadata log applier
+/// cannot start from the log because the ops it has not applied are gone from Kafka
+/// (`sumi_server`'s `gf_snapshot`). The copy holds the log offset it covers with its
+/// rows, so its receiver applies the log from there.
+pub(crate) async fn serve_gf_snapshot(State(state): State<Arc<AppState>>) -> Response {
+    if state.gf.log.is_none() {
+        return (StatusCode::NOT_FOUND, "not a cluster node").into_response();
+    }
+    let db = state.gf.db.clone();
+    let copied = tokio::task::spawn_blocking(move || {
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = db
+            .path()
+            .with_extension(format!("db.snapshot-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let result = db
+            .snapshot_into(&tmp)
+            .map_err(|e| e.to_string())
+            .and_then(|()| std::fs::read(&tmp).map_err(|e| e.to_string()));
+        let _ = std::fs::remove_file(&tmp);
+        result
+    })
+    .await;
+    match copied {
+        Ok(Ok(bytes)) => {
+            tracing::info!(bytes = bytes.len(), "growthforecast.db snapshot sent");
+            ([(header::CONTENT_TYPE, "application/vnd.sqlite3")], bytes).into_response()
+        }
+        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
 pub(crate) async fn serve_dump(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     let req: DumpReq = match serde_json::from_slice(&body) {
         Ok(r) => r,

@@ -20,6 +20,7 @@ mod cluster_join;
 pub mod cluster_status;
 pub mod config;
 mod gf_log;
+mod gf_snapshot;
 
 mod anomaly;
 mod bind;

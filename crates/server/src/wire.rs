@@ -69,9 +69,14 @@ pub(crate) async fn open_cluster(
     };
     let t0 = Instant::now();
     let ensure = cc.clone();
+    let data_dir = config.data_dir.clone();
+    let auth = config.auth.peer_credential(sumi_http::auth::Access::Read);
     let log_starts = tokio::task::spawn_blocking(move || {
         sumi_cluster::ensure_topic(&ensure, std::time::Duration::from_secs(60))?;
         sumi_cluster::meta_log::ensure_meta_topic(&ensure, std::time::Duration::from_secs(60))?;
+        // before growthforecast.db is opened: a copy of a peer's if the metadata log
+        // no longer holds the ops it needs
+        crate::gf_snapshot::restore_if_behind(&ensure, &data_dir, auth.as_deref())?;
         // a storage node checks that the log still holds what it has not applied
         Ok::<_, anyhow::Error>(match ensure.role {
             Role::Ingest => None,

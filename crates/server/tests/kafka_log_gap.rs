@@ -17,6 +17,10 @@
 //!    back, or a copy interrupted): the node's own series of it are dropped first, so
 //!    a series deleted meanwhile does not come back.
 //!
+//! 4. A node whose `growthforecast.db` is lost while the metadata log has lost its
+//!    first ops copies a peer's database (with the log offset it covers) and holds the
+//!    same graphs, ids included.
+//!
 //! Also: the metadata log's topic keeps its records (`retention.ms` and
 //! `retention.bytes` -1). Needs Java and Maven, like every kafka_* test; never skipped.
 
@@ -92,12 +96,17 @@ fn wait_local(cluster: &Cluster, n: u32, want: &Points, from: i64, until: i64, s
 /// Removes every record of the data topic below each partition's end, as retention
 /// would; the log's new starts.
 fn remove_records(bootstrap: &str, topic: &str) -> Vec<i64> {
+    remove_records_of(bootstrap, topic, PARTITIONS)
+}
+
+/// [`remove_records`] for a topic of `partitions` partitions.
+fn remove_records_of(bootstrap: &str, topic: &str, partitions: u32) -> Vec<i64> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .create()
         .unwrap();
     let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS as i32 {
+    for p in 0..partitions as i32 {
         let (_, high) = consumer
             .fetch_watermarks(topic, p, Duration::from_secs(10))
             .unwrap();
@@ -118,7 +127,7 @@ fn remove_records(bootstrap: &str, topic: &str) -> Vec<i64> {
     for e in done.elements() {
         assert!(e.error().is_ok(), "deleting records: {e:?}");
     }
-    (0..PARTITIONS as i32)
+    (0..partitions as i32)
         .map(|p| {
             consumer
                 .fetch_watermarks(topic, p, Duration::from_secs(10))
@@ -145,6 +154,56 @@ fn set_topic_setting(bootstrap: &str, topic: &str, name: &str, value: &str) {
         .unwrap()
     {
         r.unwrap();
+    }
+}
+
+/// A GrowthForecast post of `number` to `path` (`/api/service/section/graph`).
+fn gf_post(addr: &str, path: &str, number: &str) {
+    let status = ureq::post(&format!("http://{addr}{path}"))
+        .timeout(Duration::from_secs(60))
+        .send_form(&[("number", number)])
+        .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+        .status();
+    assert_eq!(status, 200, "POST {path}");
+}
+
+/// A node's graph list (`/json/list/graph`) with each graph's id, sorted.
+fn graph_list(addr: &str) -> Vec<(i64, String)> {
+    let v: serde_json::Value =
+        serde_json::from_str(&kafka::http_get(addr, "/json/list/graph")).unwrap();
+    let mut out: Vec<(i64, String)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["id"].as_i64().unwrap_or(-1),
+                format!(
+                    "{}/{}/{}",
+                    g["service_name"], g["section_name"], g["graph_name"]
+                ),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Waits until node `n` lists `count` graphs.
+fn wait_graphs(cluster: &Cluster, n: u32, count: usize) {
+    let addr = cluster.get(&format!("NODE{n}_HTTP"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = graph_list(&addr);
+        if got.len() == count {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {n} lists {got:?}, not {count} graphs; its log:\n{}",
+            cluster.log(n)
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -356,6 +415,39 @@ fn a_node_behind_the_logs_retention_copies_what_it_lacks() {
         log1.contains("partition copied from a replica"),
         "node 1 did not copy partition {p}:\n{log1}"
     );
+    // 4. growthforecast.db lost on node 3 while the metadata log lost its first ops:
+    // node 3 copies a peer's database and applies the log from its offset
+    for g in ["g1", "g2", "g3"] {
+        gf_post(&ingest, &format!("/api/gap/snap/{g}"), "7");
+    }
+    let node1 = cluster.get("NODE1_HTTP");
+    wait_graphs(&cluster, 3, 3);
+    cluster.node("stop", 3);
+    for f in [
+        "growthforecast.db",
+        "growthforecast.db-wal",
+        "growthforecast.db-shm",
+    ] {
+        let _ = std::fs::remove_file(cluster.dir.path().join("node3/data").join(f));
+    }
+    let meta_start = remove_records_of(&bootstrap, &meta, 1);
+    assert!(meta_start[0] > 0, "metadata log start {meta_start:?}");
+    gf_post(&ingest, "/api/gap/snap/g4", "8");
+    cluster.node("start", 3);
+    wait_graphs(&cluster, 3, 4);
+    assert_eq!(
+        graph_list(&cluster.get("NODE3_HTTP")),
+        graph_list(&node1),
+        "node 3's graphs differ from node 1's"
+    );
+    assert!(
+        cluster
+            .log(3)
+            .contains("growthforecast.db copied from a peer"),
+        "node 3 did not copy a peer's database:\n{}",
+        cluster.log(3)
+    );
+
     // every node stops cleanly (a runtime dropped inside the HTTP server's state at
     // shutdown once panicked there)
     for n in 1..=3u32 {

@@ -238,6 +238,20 @@ impl Db {
         &self.path
     }
 
+    /// Writes a consistent copy of the database to `to` (SQLite's `VACUUM INTO`, on a
+    /// connection of its own: one read transaction, so the rows and the metadata
+    /// log's offset stored with them agree). `to` must not exist.
+    pub fn snapshot_into(&self, to: &Path) -> Result<(), DbError> {
+        let conn = self.connect_again()?;
+        let target = to.to_str().ok_or_else(|| DbError::Open {
+            path: to.to_path_buf(),
+            source: rusqlite::Error::InvalidPath(to.to_path_buf()),
+        })?;
+        conn.execute("VACUUM INTO ?1", [target])
+            .map_err(|e| DbError::sql("copying the database", e))?;
+        Ok(())
+    }
+
     /// The same database on a connection of its own (the log applier's, whose
     /// transaction the methods' own savepoints then belong to).
     pub(crate) fn reopen(&self) -> Result<Db, DbError> {

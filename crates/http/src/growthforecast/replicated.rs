@@ -337,6 +337,43 @@ pub enum ApplierError {
     Db(#[from] DbError),
 }
 
+/// The metadata log's offset stored in the database file at `path` (the next op to
+/// apply): 0 when there is no file or it holds no offset yet (never applied one).
+/// Read-only: for a node deciding, before it opens its database, whether the log still
+/// holds the ops it has not applied.
+pub fn stored_log_offset(path: &std::path::Path) -> Result<i64, DbError> {
+    if !path.exists() {
+        return Ok(0);
+    }
+    let conn = rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|source| DbError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let has_table: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [OFFSET_TABLE],
+            |r| r.get(0),
+        )
+        .map_err(|e| DbError::sql("reading the log offset", e))?;
+    if has_table == 0 {
+        return Ok(0);
+    }
+    Ok(conn
+        .query_row(
+            &format!("SELECT next_offset FROM {OFFSET_TABLE} WHERE id = 1"),
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| DbError::sql("reading the log offset", e))?
+        .unwrap_or(0))
+}
+
 /// A node's applier of the metadata log, on its own connection.
 pub struct Applier {
     db: Db,
