@@ -4,7 +4,10 @@
 # Starts, stops (SIGTERM, waits for the exit) or kills (SIGKILL, waits for the exit)
 # storage node N (1..3; 0 is the ingest node) of the cluster that scripts/cluster-up.sh
 # started in DIR, and keeps NODE<N>_PID (INGEST_PID for 0) in DIR/cluster.env current.
-# `start` returns once the node answers /health; `wait` waits for that.
+# `start` returns once the node answers /health; `wait` waits for that. A node starts
+# with the SUMI_SERVE_ARGS that cluster-up.sh was given (kept in cluster.env; before
+# session 10 a restarted node lost them, and created new series with the built-in
+# schema), or with $SUMI_SERVE_ARGS when it is set.
 set -euo pipefail
 . "$(dirname "$0")/kafka-lib.sh"
 
@@ -19,6 +22,8 @@ get() { grep "^$1=" "$env" | cut -d= -f2- || true; }
 pid=$(get "${key}_PID")
 http=$(get "$hkey")
 sumi_bin=$(get SUMI_BIN)
+# the words cluster-up.sh was given, unless SUMI_SERVE_ARGS is set here
+serve_args=${SUMI_SERVE_ARGS-$(get SUMI_SERVE_ARGS)}
 timeout=${SUMI_START_TIMEOUT:-90}
 
 alive() { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
@@ -49,7 +54,7 @@ case $cmd in
 start)
   alive && die "node $n is running (pid $pid)"
   # shellcheck disable=SC2086
-  setsid "$sumi_bin" serve --config "$nd/sumi.toml" ${SUMI_SERVE_ARGS:-} \
+  setsid "$sumi_bin" serve --config "$nd/sumi.toml" $serve_args \
     >>"$nd/sumi.log" 2>&1 </dev/null &
   pid=$!
   env_set "$env" "${key}_PID" "$pid"

@@ -11,6 +11,7 @@
 #   KAFKA_BOOTSTRAP  INGEST_CARBON  INGEST_PICKLE  INGEST_HTTP   (host:port)
 #   NODE1_HTTP NODE2_HTTP NODE3_HTTP   NODE1_PID NODE2_PID NODE3_PID   INGEST_PID
 #   NODE1_CARBON ... NODE1_PARTITIONS ... (the partitions each node owns)
+#   SUMI_SERVE_ARGS  (the words given; cluster-node.sh starts a node with them again)
 #
 # Partition p (of $SUMI_CLUSTER_PARTITIONS, default 6) is stored on nodes
 # 1 + p mod 3 and 1 + (p + 1) mod 3; an append waits up to
@@ -52,6 +53,8 @@ env="$dir/cluster.env"
   echo "SUMI_BIN=$sumi_bin"
   echo "CLUSTER_PARTITIONS=$partitions"
   echo "CLUSTER_TOPIC=$topic"
+  # cluster-node.sh starts nodes with these again (a restart keeps the schemas)
+  echo "SUMI_SERVE_ARGS=${SUMI_SERVE_ARGS:-}"
 } >"$env.new"
 
 # node 0 is the ingest node, 1..3 the storage nodes

@@ -41,6 +41,7 @@ use sumi_store::{Store, StoreError};
 
 use crate::config::ClusterConfig;
 use crate::log_gaps::GapWatch;
+use crate::log_time::LogTime;
 use crate::record::{decode_into, is_delete_marker, partition_for, peek_arrival, FLAG_GRAPH};
 
 /// How often applied offsets are checkpointed (WAL fsync, then the offsets file).
@@ -203,6 +204,8 @@ impl StorageConsumer {
             let next = saved.get(&p).copied();
             let progress = PartitionProgress::default();
             progress.next.store(next.unwrap_or(0), Ordering::Relaxed);
+            // unknown until librdkafka's first statistics (not "caught up at 0")
+            progress.high.store(-1, Ordering::Relaxed);
             partitions.insert(p, progress);
             let offset = next.map_or(Offset::Beginning, Offset::Offset);
             tpl.add_partition_offset(&config.topic, p as i32, offset)
@@ -264,6 +267,7 @@ impl StorageConsumer {
             stats: stats.clone(),
             stop: stop.clone(),
             gaps,
+            log_time: LogTime::new(config.owned_partitions.iter().copied()),
             dirty: std::cell::Cell::new(false),
             max_rate: config.consume_max_points_per_sec,
             rate_from: std::cell::Cell::new(None),
@@ -374,6 +378,8 @@ struct Run {
     stop: Arc<AtomicBool>,
     /// Records skipped in the log (removed by retention before they were applied).
     gaps: GapWatch,
+    /// The log's time the store's retention judges by.
+    log_time: LogTime,
     /// Offsets moved since the last checkpoint (a `Cell`: set while a polled message
     /// borrows the consumer).
     dirty: std::cell::Cell<bool>,
@@ -416,6 +422,8 @@ impl Run {
                     if !self.flush(&mut batch, arrival, &mut taken) {
                         break;
                     }
+                    // idle: a partition caught up meanwhile moves the log's time
+                    self.say_log_time();
                     continue;
                 }
                 Some(Err(e)) => {
@@ -537,10 +545,23 @@ impl Run {
             return false;
         }
         for (partition, offset, points) in taken.drain(..) {
+            if points.is_some() {
+                self.log_time.applied(partition, arrival);
+            }
             self.advance(partition, offset, points);
         }
         batch.clear();
+        self.say_log_time();
         true
+    }
+
+    /// Tells the store the log's time ([`crate::log_time`]).
+    fn say_log_time(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        self.store
+            .set_log_time(self.log_time.at(&self.stats.partitions, now));
     }
 
     /// Counts an applied (or skipped) record and moves its partition's next offset.
@@ -768,6 +789,7 @@ mod tests {
             stats,
             stop: Arc::new(AtomicBool::new(false)),
             gaps: GapWatch::new(BTreeMap::new(), dir.join("gaps"), "points"),
+            log_time: LogTime::new(0..partitions),
             dirty: std::cell::Cell::new(false),
             max_rate: 0,
             rate_from: std::cell::Cell::new(None),

@@ -10,6 +10,7 @@
 //!   in time, delivered in order when it is back.
 //! - [`config`]: the `[cluster]` section of `sumi.toml`.
 //! - [`meta_log`]: the metadata log (GrowthForecast's mutations, one partition).
+//! - [`log_time`]: the log's time a storage node's retention judges by.
 //! - [`log_gaps`]: records removed by Kafka's retention before a storage node applied
 //!   them, and the partitions to copy again for it.
 //!
@@ -20,6 +21,7 @@
 pub mod config;
 pub mod consumer;
 pub mod log_gaps;
+pub mod log_time;
 pub mod meta_log;
 pub mod producer;
 pub mod record;

@@ -260,6 +260,12 @@ pub fn store_options(config: &Config) -> Result<StoreOptions> {
 pub(crate) async fn open_store(config: &Config) -> Result<(Arc<Store>, SeriesRegistry)> {
     let t0 = Instant::now();
     let mut opts = store_options(config)?;
+    // a storage node's retention judges by the log's time, which its consumer says
+    // (sumi_cluster::log_time): a replica replaying late expires what the live one did
+    opts.log_time_retention = config
+        .cluster
+        .as_ref()
+        .is_some_and(|cc| cc.role == Role::Storage);
     // Series of GrowthForecast graphs roll up by average with xFilesFactor 0; anomaly
     // scores (`_anomaly.<name>`) by their maximum, so zoomed-out graphs keep the peaks.
     let gf_series = SeriesRegistry::new();

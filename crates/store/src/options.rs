@@ -113,6 +113,15 @@ pub struct StoreOptions {
     /// stored twice. Measured on one day at 10 s (10,000 series, `10s:1d,1m:7d,1h:1y`):
     /// eager rollups stored 93 MB of level-1 values beside 186 MB of level 0.
     pub lazy_rollups: bool,
+    /// Retention judged by the **log's time** instead of the clock (a cluster's storage
+    /// node): the expiry cutoffs take `min(clock, log time)`, the log time being what
+    /// [`crate::Store::set_log_time`] last said — the arrival time of the points still
+    /// to come — and `i64::MIN` (nothing expires) until it is said. A replica that
+    /// replays its log late then drops a partition no earlier than the one that applied
+    /// it live, so no point of the replay lands in a partition already dropped (which
+    /// once rolled a coarse slot from part of its fine slots: docs/cluster.md,
+    /// "Replicas and rollups"). Default false (a single node: the clock).
+    pub log_time_retention: bool,
     /// Each level is cut into partitions of about `retention / partitions_per_level`.
     /// Default 8: retention then keeps at most 1/8 more than asked, and a level has
     /// about 9 partitions open at once.
@@ -176,6 +185,7 @@ impl StoreOptions {
             wal_segment_bytes: 64 << 20,
             rollup_grace_secs: 600,
             lazy_rollups: true,
+            log_time_retention: false,
             partitions_per_level: 8,
             max_parts_per_partition: 4,
             maintenance_interval: Duration::from_secs(1),

@@ -1,7 +1,8 @@
 //! Retention: a level-k partition whose every slot is older than the level's retention
 //! (by at least one step, so no new point can land in it) is dropped whole — once its
 //! rollup into level k+1 is materialised and clean, and once the head holds nothing of
-//! it.
+//! it. "Older" is judged by the clock, or by the log's time on a cluster's storage
+//! node (`StoreOptions::log_time_retention`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ impl Inner {
     /// Drops every expired partition.
     pub(crate) fn apply_retention(&self) -> Result<(), StoreError> {
         let _m = self.parts.lock_maint();
-        let now = self.now();
+        let now = self.expiry_now();
         let classes: Vec<Arc<ClassInfo>> = self.index.read().classes().to_vec();
         let version = self.parts.current();
         let roll = self.parts.roll();

@@ -56,7 +56,11 @@ impl Inner {
             // one partition ahead of retention's cutoff (`now - retention - step`), so the
             // rollup is in place before the partition may be dropped
             let retention = class.levels.get(k).map_or(0, |l| l.retention);
-            closed = closed.min(now.saturating_sub(retention).saturating_add(w));
+            closed = closed.min(
+                self.expiry_now()
+                    .saturating_sub(retention)
+                    .saturating_add(w),
+            );
         }
         let mut target = floor_to(closed, w);
         let lower_ok = |start: i64, end: i64| -> bool {

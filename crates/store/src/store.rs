@@ -79,6 +79,8 @@ pub(crate) struct Inner {
     /// Deletes and renames so far (in this process): a caller keeping its own state by
     /// series id ([`Store::write_ids`]) checks its ids' names again when this moves.
     pub(crate) name_changes: std::sync::atomic::AtomicU64,
+    /// The log's time (`StoreOptions::log_time_retention`), `i64::MIN` until said.
+    log_time: std::sync::atomic::AtomicI64,
     _lock_file: fs::File,
 }
 
@@ -261,6 +263,7 @@ impl Store {
             admission: Admission::new(&opts),
             workers: Workers::new(),
             name_changes: std::sync::atomic::AtomicU64::new(0),
+            log_time: std::sync::atomic::AtomicI64::new(i64::MIN),
             opts,
             _lock_file: lock,
         });
@@ -409,6 +412,16 @@ impl Store {
     pub fn write_prometheus(&self, out: &mut String) {
         let g = self.inner.gauges();
         self.inner.metrics.write_prometheus(&g, out);
+    }
+
+    /// Sets the log's time (Unix seconds) that retention judges by when the store was
+    /// opened with `log_time_retention`: no point written after this call carries an
+    /// arrival time before it (a storage node's consumer: the earliest arrival time its
+    /// partitions can still bring). Ignored otherwise.
+    pub fn set_log_time(&self, t: i64) {
+        self.inner
+            .log_time
+            .store(t, std::sync::atomic::Ordering::Release);
     }
 
     /// Writes what the WAL has queued and fsyncs it (unless the policy is `never`):
@@ -682,6 +695,17 @@ impl Inner {
 
     pub(crate) fn now(&self) -> i64 {
         self.clock.now()
+    }
+
+    /// "Now" for what expires: the clock, or with `log_time_retention` no later than
+    /// the log's time.
+    pub(crate) fn expiry_now(&self) -> i64 {
+        let now = self.now();
+        if self.opts.log_time_retention {
+            now.min(self.log_time.load(std::sync::atomic::Ordering::Acquire))
+        } else {
+            now
+        }
     }
 
     fn gauges(&self) -> Gauges {

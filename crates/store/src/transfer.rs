@@ -193,7 +193,9 @@ impl Store {
                 class.retention, s.config.retention
             )));
         }
-        let now = inner.now();
+        // what this node's retention has not dropped yet (the log's time on a storage
+        // node, so a copy keeps what its source still holds)
+        let now = inner.expiry_now();
         let mut wal = Vec::with_capacity(CHUNK);
         let mut written = 0u64;
         for (level, points) in s.levels.iter().enumerate() {
