@@ -126,6 +126,41 @@ impl MetaProducer {
     }
 }
 
+impl MetaProducer {
+    /// Writes delete markers of exact series names, each name only into its own data
+    /// partition (`by_partition`: partition → names, already chunked by the caller to
+    /// a record's size), and returns once Kafka has all of them (`acks=all`). A name
+    /// is matched as a glob by the consumer: the caller passes names without glob
+    /// characters. Blocking.
+    pub fn append_named_delete_markers(
+        &self,
+        by_partition: &[(u32, Vec<String>)],
+        arrival: i64,
+    ) -> Result<()> {
+        let mut deliveries = Vec::with_capacity(by_partition.len());
+        for (p, names) in by_partition {
+            let payload = crate::record::delete_marker(names, arrival);
+            let record: FutureRecord<'_, (), [u8]> = FutureRecord::to(&self.data_topic)
+                .partition(*p as i32)
+                .payload(&payload);
+            let delivery = self
+                .producer
+                .send_result(record)
+                .map_err(|(e, _)| e)
+                .context("queueing a delete marker")?;
+            deliveries.push(delivery);
+        }
+        for delivery in deliveries {
+            self.rt
+                .block_on(delivery)
+                .context("the metadata log's producer stopped")?
+                .map_err(|(e, _)| e)
+                .context("appending a delete marker")?;
+        }
+        Ok(())
+    }
+}
+
 /// Consumes the metadata log from `*next`, calling `apply(offset, payload)` for each
 /// message in order (and moving `*next` past it), until `stop`. When `apply` fails, it
 /// is called again with the same message after a pause (the op was not applied).
