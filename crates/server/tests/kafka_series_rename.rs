@@ -301,9 +301,20 @@ fn rename_in_a_cluster(kill: bool) {
         for (name, on) in &copies {
             let nodes: Vec<usize> = on.iter().map(|c| c.0).collect();
             if on.len() != 2 || on[0].1 != on[1].1 {
+                // the slots where the copies differ, by their age now
+                let now = unix_now();
+                let differ: Vec<i64> = on
+                    .iter()
+                    .flat_map(|c| c.1.iter())
+                    .filter(|(ts, v)| on.iter().any(|c| c.1.get(ts) != Some(v)))
+                    .map(|(ts, _)| now - ts)
+                    .collect();
                 return Err(format!(
-                    "{name} on nodes {nodes:?}, equal: {}",
-                    on.len() == 2 && on[0].1 == on[1].1
+                    "{name} on nodes {nodes:?}, points {:?}, {} slots differ, aged {:?}..{:?} s",
+                    on.iter().map(|c| c.1.len()).collect::<Vec<_>>(),
+                    differ.len(),
+                    differ.iter().min(),
+                    differ.iter().max()
                 ));
             }
             let want: BTreeMap<i64, f64> = want_fine[name]
