@@ -143,13 +143,53 @@ fn wait(rx: &Receiver<Report>) -> Result<i64> {
 }
 
 impl MetaProducer {
-    /// Writes a delete marker of the series matching `globs` into every partition of
-    /// the data topic (`crate::record::delete_marker`) and returns once Kafka has all
-    /// of them (`acks=all`). Blocking.
+    /// Writes a delete marker of the series matching `globs` into the data partitions
+    /// they can be in ([`marker_partitions`]: every partition, or for exact names only
+    /// their own) and returns once Kafka has all of them (`acks=all`). Blocking.
     pub fn append_delete_markers(&self, globs: &[String], arrival: i64) -> Result<()> {
-        let payload = crate::record::delete_marker(globs, arrival);
-        let waits = (0..self.partitions)
-            .map(|p| self.send(&self.data_topic, p, &payload))
+        let targets = marker_partitions(globs, self.partitions);
+        self.append_named_delete_markers(&targets, arrival)
+    }
+}
+
+/// Where the delete markers of `globs` go, as `(partition, names)`: each name of an
+/// exact (glob-free, untagged) list only into its own partition (`partition_for`; a
+/// storage node deletes at a marker only the series of that partition, so a marker
+/// elsewhere deletes nothing); with any glob or tagged name, all of `globs` into every
+/// partition.
+pub fn marker_partitions(globs: &[String], partitions: u32) -> Vec<(u32, Vec<String>)> {
+    let exact = |g: &String| !g.is_empty() && !g.contains(['*', '?', '[', ']', '{', '}', ';']);
+    if globs.is_empty() || !globs.iter().all(exact) {
+        return (0..partitions.max(1))
+            .map(|p| (p, globs.to_vec()))
+            .collect();
+    }
+    let mut by: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+    for g in globs {
+        by.entry(crate::record::partition_for(g, partitions))
+            .or_default()
+            .push(g.clone());
+    }
+    by.into_iter().collect()
+}
+
+impl MetaProducer {
+    /// Writes delete markers of exact series names, each name only into its own data
+    /// partition (`by_partition`: partition → names, already chunked by the caller to
+    /// a record's size), and returns once Kafka has all of them (`acks=all`). A name
+    /// is matched as a glob by the consumer: the caller passes names without glob
+    /// characters. Blocking.
+    pub fn append_named_delete_markers(
+        &self,
+        by_partition: &[(u32, Vec<String>)],
+        arrival: i64,
+    ) -> Result<()> {
+        let waits = by_partition
+            .iter()
+            .map(|(p, names)| {
+                let payload = crate::record::delete_marker(names, arrival);
+                self.send(&self.data_topic, *p, &payload)
+            })
             .collect::<Result<Vec<_>>>()
             .context("queueing a delete marker")?;
         for rx in &waits {
@@ -244,5 +284,38 @@ pub fn run(
             tracing::warn!(error = %e, "the growthforecast metadata log's consumer failed; restarting");
             std::thread::sleep(Duration::from_secs(1));
         }
+    }
+}
+
+#[cfg(test)]
+mod marker_tests {
+    use super::marker_partitions;
+    use crate::record::partition_for;
+
+    #[test]
+    fn exact_names_mark_only_their_partitions_globs_every_one() {
+        let names: Vec<String> = ["a.b", "a.c", "x.y.z"].map(String::from).to_vec();
+        let got = marker_partitions(&names, 8);
+        let mut flat: Vec<(u32, String)> = got
+            .iter()
+            .flat_map(|(p, ns)| ns.iter().map(move |n| (*p, n.clone())))
+            .collect();
+        flat.sort();
+        let mut want: Vec<(u32, String)> = names
+            .iter()
+            .map(|n| (partition_for(n, 8), n.clone()))
+            .collect();
+        want.sort();
+        assert_eq!(flat, want);
+        for globs in [
+            vec!["a.**".to_string()],
+            vec!["a.b".to_string(), "a.{c,d}".to_string()],
+            vec!["cpu;host=a".to_string()],
+        ] {
+            let got = marker_partitions(&globs, 8);
+            assert_eq!(got.len(), 8, "{globs:?}");
+            assert!(got.iter().all(|(_, g)| *g == globs));
+        }
+        assert_eq!(marker_partitions(&[], 3).len(), 3);
     }
 }

@@ -20,7 +20,9 @@
 //! once this node's consumer has passed those offsets. The answer (after the op is in the log and
 //! this node has applied it) lists the series matched over the whole cluster just
 //! before (read through the fan-out, with `X-Sumi-Partial` when a partition had no
-//! replica). A rename stays local to the node (not built for a cluster).
+//! replica). A rename on a cluster node moves the series' history through the data
+//! topic under the new names, then deletes the old names with markers: see
+//! [`crate::rename`].
 
 use std::sync::Arc;
 
@@ -206,26 +208,81 @@ pub async fn rename(
     };
     let (from, to) = (from.to_string(), to.to_string());
     let dry = dry_run(&p);
+    if state.gf.log.is_some() {
+        return rename_in_cluster(state, from, to, dry, crate::authorization(&headers)).await;
+    }
     let store = state.store.clone();
     match blocking(move || store.rename_series(&from, &to, dry)).await {
         Err(resp) => resp,
         Ok(Err(e)) => store_error(&e),
         Ok(Ok(moved)) => {
-            let listed: Vec<Value> = moved
-                .iter()
-                .take(MAX_LISTED)
-                .map(|m| json!({ "from": m.from, "to": m.to }))
-                .collect();
-            answer(
-                StatusCode::OK,
-                json!({
-                    "dryRun": dry,
-                    "renamed": if dry { 0 } else { moved.len() },
-                    "matched": moved.len(),
-                    "series": listed,
-                    "truncated": moved.len() > MAX_LISTED,
-                }),
-            )
+            let moved: Vec<(String, String)> = moved.into_iter().map(|m| (m.from, m.to)).collect();
+            renamed(&moved, dry)
         }
+    }
+}
+
+/// The answer of a rename that moved (or would move) `moved`, `(from, to)` each.
+fn renamed(moved: &[(String, String)], dry: bool) -> Response {
+    let listed: Vec<Value> = moved
+        .iter()
+        .take(MAX_LISTED)
+        .map(|(from, to)| json!({ "from": from, "to": to }))
+        .collect();
+    answer(
+        StatusCode::OK,
+        json!({
+            "dryRun": dry,
+            "renamed": if dry { 0 } else { moved.len() },
+            "matched": moved.len(),
+            "series": listed,
+            "truncated": moved.len() > MAX_LISTED,
+        }),
+    )
+}
+
+/// A rename on a cluster node (see [`crate::rename`]): the series' history appended
+/// under the new names, the old ones deleted with markers, answered once this node
+/// has applied the delete.
+async fn rename_in_cluster(
+    state: Arc<AppState>,
+    from: String,
+    to: String,
+    dry: bool,
+    auth: Option<String>,
+) -> Response {
+    let res = blocking(move || {
+        let Some(fanout) = state.fanout.clone() else {
+            return Err(Box::new(refuse(
+                StatusCode::BAD_REQUEST,
+                "a cluster rename needs [[cluster.peers]] on the node it is sent to",
+            )));
+        };
+        let moves = crate::rename::plan(&fanout, &from, &to, auth.as_deref())
+            .map_err(|(s, m)| Box::new(refuse(s, m)))?;
+        if !dry {
+            let marked = crate::rename::move_data(&state, &fanout, &moves, auth.as_deref())
+                .map_err(|(s, m)| Box::new(refuse(s, m)))?;
+            state
+                .gf
+                .run(
+                    &state.store,
+                    Op::DeleteSeries {
+                        targets: moves.iter().map(|m| m.from.clone()).collect(),
+                        marked,
+                    },
+                )
+                .map_err(|e| Box::new(e.into_response()))?;
+        }
+        Ok(moves
+            .into_iter()
+            .map(|m| (m.from, m.to))
+            .collect::<Vec<_>>())
+    })
+    .await;
+    match res {
+        Err(resp) => resp,
+        Ok(Err(resp)) => *resp,
+        Ok(Ok(moved)) => renamed(&moved, dry),
     }
 }

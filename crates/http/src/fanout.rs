@@ -33,6 +33,7 @@
 //! | `autocomplete` | `{"exprs", "tag", "prefix", "limit"}` | tags or values |
 //! | `partition_dump` | `{"partition"}` | a partition's series ([`crate::handoff`]) |
 //! | `gf_snapshot` (GET) | none | a consistent copy of `growthforecast.db` with its metadata log offset ([`crate::handoff`]) |
+//! | `history` | `{"names": [...], "ends": {partition: offset}, "partitions"}` | each series' stored archives as `POST /api/v0/import` takes them ([`crate::rename`]) |
 //!
 //! A node asked for partitions it does not serve (not owned, or still joining: see
 //! [`crate::handoff`]) answers `421`; the asker then asks the next replica of them
@@ -736,6 +737,41 @@ impl Fanout {
         Ok((all.into_iter().collect(), g.missing))
     }
 
+    /// The stored history of the series `names` (every archive, as `POST
+    /// /api/v0/import` takes it), each read from one replica of its partition once
+    /// that replica's consumer has passed `ends` (see [`crate::rename`]). A series
+    /// unknown to its replica is left out.
+    pub fn history(
+        &self,
+        names: &[String],
+        ends: &BTreeMap<u32, i64>,
+        auth: Option<&str>,
+    ) -> Answer<Vec<crate::import_api::ImportSeries>> {
+        let wanted: BTreeSet<u32> = names.iter().map(|n| self.partition_of(n)).collect();
+        let g = self.gather(wanted, &|t, ps| {
+            let mine: Vec<String> = names
+                .iter()
+                .filter(|n| ps.contains(&self.partition_of(n)))
+                .cloned()
+                .collect();
+            match t {
+                Target::Local => crate::rename::local_history(&self.store, self, &mine, ends)
+                    .map_err(PeerError::Down),
+                Target::Remote(peer) => self.post_json(
+                    peer,
+                    "history",
+                    &crate::rename::HistoryReq {
+                        names: mine,
+                        ends: ends.clone(),
+                        partitions: Some(ps.to_vec()),
+                    },
+                    auth,
+                ),
+            }
+        })?;
+        Ok((g.parts.into_iter().flatten().collect(), g.missing))
+    }
+
     /// `/tags`: every tag name matching `filter`, sorted, at most `limit`.
     pub fn tags(
         &self,
@@ -1243,6 +1279,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/internal/v0/partition_dump", post(handoff::serve_dump))
         .route("/internal/v0/gf_snapshot", get(handoff::serve_gf_snapshot))
         .route("/internal/v0/anomalies", post(serve_anomalies))
+        .route("/internal/v0/history", post(serve_history))
 }
 
 fn bad(msg: impl std::fmt::Display) -> Response {
@@ -1401,6 +1438,29 @@ async fn serve_match(
             req.partitions.as_deref(),
             placement_of(st),
         ))
+    })
+    .await
+}
+
+async fn serve_history(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let last = is_last_resort(&headers);
+    internal(state, body, move |st, req: crate::rename::HistoryReq| {
+        if let Err(r) =
+            refuse_unless_served(st, req.partitions.as_deref().unwrap_or_default(), last)
+        {
+            return *r;
+        }
+        let Some(f) = placement_of(st) else {
+            return bad("not a cluster node with [[cluster.peers]]");
+        };
+        match crate::rename::local_history(&st.store, f, &req.names, &req.ends) {
+            Ok(h) => json_ok(&h),
+            Err(e) => (StatusCode::SERVICE_UNAVAILABLE, e).into_response(),
+        }
     })
     .await
 }

@@ -256,24 +256,48 @@ async fn import_to_log(state: Arc<AppState>, req: ImportRequest) -> Response {
     let sink = state.sink.clone();
     let res = tokio::task::spawn_blocking(move || {
         import_each(&req, |s, cfg, archives, r| {
-            let mut batch = sumi_model::Batch::new();
-            for (ts, v) in merged_history(&archives) {
-                batch.push(&s.name, ts, v);
-            }
-            if !batch.is_empty() {
-                let graph = cfg.method == AggMethod::Average && cfg.xff == 0.0;
-                let sent = if graph {
-                    sink.append_graph_points(&batch)
-                } else {
-                    sink.append(&batch)
-                };
-                r.written = sent.map_err(|e| e.to_string())?.accepted;
-            }
+            r.written = append_history(sink.as_ref(), &s.name, &cfg, &archives)?;
             Ok::<(), String>(())
         })
     })
     .await;
     answer(res)
+}
+
+/// Appends a series' archives to `sink` (a cluster node's log producer) as one
+/// [`merged_history`] under `name`, as a graph's points when `cfg` is GrowthForecast's
+/// rollup; the points the sink accepted (Kafka acknowledged). Blocking.
+fn append_history(
+    sink: &dyn sumi_model::Sink,
+    name: &str,
+    cfg: &SeriesConfig,
+    archives: &[Vec<(i64, f64)>],
+) -> Result<u64, String> {
+    let mut batch = sumi_model::Batch::new();
+    for (ts, v) in merged_history(archives) {
+        batch.push(name, ts, v);
+    }
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let graph = cfg.method == AggMethod::Average && cfg.xff == 0.0;
+    let sent = if graph {
+        sink.append_graph_points(&batch)
+    } else {
+        sink.append(&batch)
+    };
+    Ok(sent.map_err(|e| e.to_string())?.accepted)
+}
+
+/// Appends series `s` of a request (its archives as they are) to `sink` under the
+/// name `name` (a cluster rename moving a series' history): see [`append_history`].
+pub(crate) fn append_series_as(
+    sink: &dyn sumi_model::Sink,
+    s: &ImportSeries,
+    name: &str,
+) -> Result<u64, String> {
+    let (cfg, archives) = prepare(s).map_err(|e| format!("series {}: {e}", s.name))?;
+    append_history(sink, name, &cfg, &archives)
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ pub mod ingest_api;
 pub mod metrics_api;
 pub mod ops;
 pub mod params;
+mod rename;
 pub mod render;
 pub mod reqstats;
 pub mod source;

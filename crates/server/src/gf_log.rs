@@ -51,6 +51,13 @@ impl OpLog for KafkaOpLog {
             .map(|()| true)
             .map_err(|e| format!("{e:#}"))
     }
+
+    fn named_delete_markers(&self, by_partition: &[(u32, Vec<String>)]) -> Result<bool, String> {
+        self.producer
+            .append_named_delete_markers(by_partition, now_secs())
+            .map(|()| true)
+            .map_err(|e| format!("{e:#}"))
+    }
 }
 
 fn now_secs() -> i64 {

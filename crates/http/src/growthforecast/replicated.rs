@@ -54,6 +54,12 @@ pub trait OpLog: Send + Sync + std::fmt::Debug {
     fn delete_markers(&self, _globs: &[String]) -> Result<bool, String> {
         Ok(false)
     }
+    /// Writes delete markers of exact series names, each into its own data partition
+    /// (`(partition, names)`, a record each), and returns once Kafka has them all
+    /// (`acks=all`): true, or false where there is no data topic. Blocking.
+    fn named_delete_markers(&self, _by_partition: &[(u32, Vec<String>)]) -> Result<bool, String> {
+        Ok(false)
+    }
 }
 
 /// One message of the metadata log.
@@ -548,10 +554,13 @@ impl Applier {
 /// Appends `op` to the metadata log and waits until this node has applied it: what
 /// it did, as every node did it.
 pub(crate) fn submit(log: &dyn OpLog, waiters: &Waiters, mut op: Op) -> Outcome {
+    // a caller that wrote its own markers (a cluster rename) passes `marked`
     if let Op::DeleteSeries { targets, marked } = &mut op {
-        *marked = log
-            .delete_markers(targets)
-            .map_err(|e| PostError::Log(format!("writing the delete markers: {e}")))?;
+        if !*marked {
+            *marked = log
+                .delete_markers(targets)
+                .map_err(|e| PostError::Log(format!("writing the delete markers: {e}")))?;
+        }
     }
     let data_ends = if op.deletes_data() {
         log.data_ends()
