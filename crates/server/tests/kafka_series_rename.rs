@@ -6,8 +6,8 @@
 //!
 //! Then every node answers `/render` and `/metrics/find` for the new names with the
 //! values sent, value for value over both archives, no node holds an old name, and
-//! the two replicas of every new series are identical (the second test, ignored for
-//! now, with a storage node down during the rename that catches up after it). A rename onto a taken name is refused (409) and a
+//! the two replicas of every new series are identical (the second test: with a storage
+//! node down during the rename that catches up after it). A rename onto a taken name is refused (409) and a
 //! dry run lists without changing anything.
 //!
 //! Needs Java and Maven, like every kafka_* test; never skipped.
@@ -121,12 +121,8 @@ fn a_rename_moves_a_subtrees_history_to_every_replica_of_the_new_partitions() {
 }
 
 /// The same with storage node 3 killed before the rename and restarted after it: it
-/// replays the moved history from the data topic. Fails today: the restarted node
-/// lacks the 10-minute archive's points younger than a day, and does so too when the
-/// same history is sent by carbon instead of a rename (docs/cluster.md, the cluster
-/// rename paragraphs).
+/// replays the moved history and the markers from the data topic.
 #[test]
-#[ignore = "a replica replaying points 7 h to a day old loses them, rename or not (docs/cluster.md)"]
 fn a_rename_reaches_a_replica_that_was_down() {
     rename_in_a_cluster(true);
 }
