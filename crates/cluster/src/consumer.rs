@@ -745,9 +745,15 @@ pub fn write_offsets(
     for (p, o) in offsets {
         text.push_str(&format!("{topic} {p} {o}\n"));
     }
+    replace_durably(path, text.as_bytes())
+}
+
+/// Replaces the file at `path` with `bytes` so that a crash leaves the old file or the
+/// new one: temporary file, fsync, rename, directory fsync.
+pub(crate) fn replace_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(text.as_bytes())?;
+    f.write_all(bytes)?;
     f.sync_all()?;
     drop(f);
     std::fs::rename(&tmp, path)?;

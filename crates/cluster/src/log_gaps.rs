@@ -13,7 +13,6 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -109,21 +108,12 @@ pub fn clear_gap(path: &Path, topic: &str, partition: u32) -> Result<()> {
     Ok(())
 }
 
-/// Temporary file, fsync, rename, directory fsync (lines of other topics are not
-/// kept: a node stores one topic).
+/// Writes the gaps file durably (lines of other topics are not kept: a node stores one
+/// topic).
 fn write_gaps(path: &Path, topic: &str, gaps: &BTreeSet<u32>) -> Result<()> {
     let text: String = gaps.iter().map(|p| format!("{topic} {p}\n")).collect();
-    let tmp = path.with_extension("tmp");
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
+    crate::consumer::replace_durably(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

@@ -66,21 +66,7 @@ fn expected(base: i64, rounds: i64, parts: &[u32]) -> Points {
 }
 
 fn wait_local(cluster: &Cluster, n: u32, want: &Points, from: i64, until: i64) {
-    let addr = cluster.get(&format!("NODE{n}_HTTP"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let got = rendered(&addr, from, until, true);
-        if diff(want, &got) == (0, 0) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "node {n}: {:?} (missing, extra) points; its log:\n{}",
-            diff(want, &got),
-            cluster.log(n)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    kafka::wait_local(cluster, n, want, from, until, 30);
 }
 
 fn status(cluster: &Cluster) -> String {

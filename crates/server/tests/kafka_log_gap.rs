@@ -29,7 +29,7 @@ mod kafka;
 
 use std::time::{Duration, Instant};
 
-use kafka::{diff, metric, rendered, require_kafka, send_carbon, Cluster, Points};
+use kafka::{diff, metric, rendered, require_kafka, send_carbon, wait_local, Cluster, Points};
 use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -75,22 +75,17 @@ fn expected(base: i64, rounds: i64, parts: &[u32]) -> Points {
         .collect()
 }
 
-fn wait_local(cluster: &Cluster, n: u32, want: &Points, from: i64, until: i64, secs: u64) {
-    let addr = cluster.get(&format!("NODE{n}_HTTP"));
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let got = rendered(&addr, from, until, true);
-        if diff(want, &got) == (0, 0) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "node {n}: {:?} (missing, extra) points; its log:\n{}",
-            diff(want, &got),
-            cluster.log(n)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+/// An admin client of the cluster's Kafka, and a runtime to wait on its answers.
+fn admin(bootstrap: &str) -> (AdminClient<DefaultClientContext>, tokio::runtime::Runtime) {
+    let admin = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    (admin, rt)
 }
 
 /// Removes every record of the data topic below each partition's end, as retention
@@ -113,14 +108,7 @@ fn remove_records_of(bootstrap: &str, topic: &str, partitions: u32) -> Vec<i64> 
         tpl.add_partition_offset(topic, p, Offset::Offset(high))
             .unwrap();
     }
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (admin, rt) = admin(bootstrap);
     let done = rt
         .block_on(admin.delete_records(&tpl, &AdminOptions::new()))
         .unwrap();
@@ -140,14 +128,7 @@ fn remove_records_of(bootstrap: &str, topic: &str, partitions: u32) -> Vec<i64> 
 /// Sets `topic`'s `name` to `value`, as an older release's topic or an operator may
 /// have it.
 fn set_topic_setting(bootstrap: &str, topic: &str, name: &str, value: &str) {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (admin, rt) = admin(bootstrap);
     let alter = AlterConfig::new(ResourceSpecifier::Topic(topic)).set(name, value);
     for r in rt
         .block_on(admin.alter_configs([&alter], &AdminOptions::new()))
@@ -208,14 +189,7 @@ fn wait_graphs(cluster: &Cluster, n: u32, count: usize) {
 }
 
 fn topic_setting(bootstrap: &str, topic: &str, name: &str) -> Option<String> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (admin, rt) = admin(bootstrap);
     let described = rt
         .block_on(admin.describe_configs([&ResourceSpecifier::Topic(topic)], &AdminOptions::new()))
         .unwrap();

@@ -288,6 +288,25 @@ pub fn diff(want: &Points, got: &Points) -> (usize, usize) {
     (missing, extra)
 }
 
+/// Waits up to `secs` for storage node `n` to hold exactly `want` of `load.*` itself.
+pub fn wait_local(cluster: &Cluster, n: u32, want: &Points, from: i64, until: i64, secs: u64) {
+    let addr = cluster.get(&format!("NODE{n}_HTTP"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let got = rendered(&addr, from, until, true);
+        if diff(want, &got) == (0, 0) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node {n}: {:?} (missing, extra) points; its log:\n{}",
+            diff(want, &got),
+            cluster.log(n)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Now, in Unix seconds.
 pub fn unix_now() -> i64 {
     std::time::SystemTime::now()
