@@ -648,7 +648,8 @@ impl Run {
     }
 
     /// Applies a delete marker of `partition`: deletes the series matching its globs
-    /// (the marker's point names) that belong to `partition`, retrying while the
+    /// (the marker's point names) that belong to `partition` (`_anomaly.<name>` with
+    /// `<name>`: `sumi_model::placement_name`), retrying while the
     /// engine refuses for now; false when stopping (or the store closed) before.
     fn delete_marked(&self, partition: u32, globs: &Batch) -> bool {
         let patterns: Vec<&str> = globs.iter().map(|(n, _)| n).collect();
@@ -658,7 +659,9 @@ impl Run {
                 .store
                 .match_series(&patterns)
                 .into_iter()
-                .filter(|n| partition_for(n, self.partitions) == partition)
+                .filter(|n| {
+                    partition_for(sumi_model::placement_name(n), self.partitions) == partition
+                })
                 .collect();
             let named: Vec<&str> = names.iter().map(String::as_str).collect();
             match self.store.delete_series_named(&named) {
@@ -807,6 +810,36 @@ mod tests {
     /// stored and then deleted, the points after it (same arrival second, which would
     /// otherwise share one append) are kept, and only the series of the marker's own
     /// partition are deleted.
+    /// A score series `_anomaly.<name>` is stored with `<name>` (in `<name>`'s
+    /// partition): a marker of that partition deletes it, one of the partition its
+    /// own full name hashes to does not.
+    #[test]
+    fn a_delete_marker_deletes_score_series_in_their_series_partition() {
+        use crate::record::delete_marker;
+        const NOW: i64 = 1_700_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(sumi_model::ManualClock::new(NOW));
+        let store =
+            Store::open(sumi_store::StoreOptions::new(dir.path().join("db")), clock).unwrap();
+        let run = run_over(store.clone(), dir.path(), 6);
+        let score = (0..64)
+            .map(|i| format!("{}s.{i}", sumi_model::SCORE_PREFIX))
+            .find(|n| {
+                partition_for(sumi_model::placement_name(n), 6) == 0 && partition_for(n, 6) != 0
+            })
+            .unwrap();
+        let mut b = Batch::new();
+        b.push(&score, NOW - 60, 0.5);
+        store.write_at(&b, NOW).unwrap();
+        let (mut batch, mut arrival, mut taken) = (Batch::new(), 0, Vec::new());
+        let marker = delete_marker(&[format!("{}**", sumi_model::SCORE_PREFIX)], NOW);
+        let own = partition_for(&score, 6);
+        assert!(run.take(own, 0, &marker, &mut batch, &mut arrival, &mut taken));
+        assert_eq!(store.match_series(&[score.as_str()]), vec![score.clone()]);
+        assert!(run.take(0, 0, &marker, &mut batch, &mut arrival, &mut taken));
+        assert!(store.match_series(&[score.as_str()]).is_empty());
+    }
+
     #[test]
     fn a_delete_marker_applies_in_log_order_in_its_partition() {
         use crate::record::{delete_marker, encode};

@@ -166,9 +166,12 @@ pub fn marker_partitions(globs: &[String], partitions: u32) -> Vec<(u32, Vec<Str
     }
     let mut by: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
     for g in globs {
-        by.entry(crate::record::partition_for(g, partitions))
-            .or_default()
-            .push(g.clone());
+        by.entry(crate::record::partition_for(
+            sumi_model::placement_name(g),
+            partitions,
+        ))
+        .or_default()
+        .push(g.clone());
     }
     by.into_iter().collect()
 }

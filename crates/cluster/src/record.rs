@@ -57,7 +57,8 @@
 //! each as a name (timestamp the arrival, value 0). The origin writes one into every
 //! data partition (a glob names no partition); a storage node applies the points
 //! before it, deletes the series matching the globs *of that partition* (the ones
-//! [`partition_for`] places there), and goes on: every replica deletes at the same log
+//! [`partition_for`] places there, an anomaly score series by its series' name:
+//! `sumi_model::placement_name`), and goes on: every replica deletes at the same log
 //! position. A node of a release before the flag refuses the record as an unknown flag
 //! (`sumi_cluster_consume_bad_records_total`, logged) and skips it: it stores nothing
 //! wrong, but keeps the series (it deletes them when it applies the metadata op).

@@ -310,11 +310,7 @@ impl Fanout {
     /// is where its series is: the storage nodes of `<name>`'s partition score its
     /// points and store the scores (reads, partition copies and moves follow it).
     pub fn partition_of(&self, name: &str) -> u32 {
-        let placed = name
-            .strip_prefix(sumi_query::functions::anomaly::SCORE_PREFIX)
-            .filter(|rest| !rest.is_empty())
-            .unwrap_or(name);
-        (self.opts.placement)(placed, self.opts.partitions)
+        (self.opts.placement)(sumi_model::placement_name(name), self.opts.partitions)
     }
 
     fn all_partitions(&self) -> BTreeSet<u32> {

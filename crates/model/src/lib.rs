@@ -23,6 +23,20 @@ pub mod sink;
 pub mod tagged;
 
 pub use agg::AggMethod;
+
+/// The first node of every anomaly score series (`_anomaly.<name>`, the scores of
+/// series `<name>`).
+pub const SCORE_PREFIX: &str = "_anomaly.";
+
+/// The name whose partition a stored series lives in, in a cluster: its own, or for an
+/// anomaly score series `_anomaly.<name>` its series' `<name>` (the storage nodes of
+/// `<name>`'s partition score its points and store the scores; reads, partition
+/// copies and delete markers follow it).
+pub fn placement_name(name: &str) -> &str {
+    name.strip_prefix(SCORE_PREFIX)
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(name)
+}
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use point::{Batch, Point};
 pub use schema::{

@@ -118,7 +118,9 @@ pub(crate) fn partitions_to_copy(
 /// node held of `p` before (a partition moved back to it, a gap), could otherwise keep
 /// series the replica no longer has — deleted meanwhile. The number dropped.
 fn drop_partition(store: &Store, p: u32, partitions: u32) -> Result<usize> {
-    let names = store.series_names_where(|n| placed_in(n, partitions) == p);
+    let names = store.series_names_where(|n| {
+        sumi_cluster::partition_for(sumi_model::placement_name(n), partitions) == p
+    });
     if names.is_empty() {
         return Ok(0);
     }
@@ -133,16 +135,6 @@ fn drop_partition(store: &Store, p: u32, partitions: u32) -> Result<usize> {
         "dropped this node's series of the partition before copying it"
     );
     Ok(n)
-}
-
-/// The partition a stored series belongs to (a score series `_anomaly.<name>` is in
-/// `<name>`'s).
-fn placed_in(name: &str, partitions: u32) -> u32 {
-    let placed = name
-        .strip_prefix(sumi_query::functions::anomaly::SCORE_PREFIX)
-        .filter(|rest| !rest.is_empty())
-        .unwrap_or(name);
-    sumi_cluster::partition_for(placed, partitions)
 }
 
 /// What the joining thread works with.

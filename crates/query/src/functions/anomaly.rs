@@ -17,7 +17,7 @@ use crate::functions::{FunctionDef, Invocation};
 use crate::series::TimeSeries;
 
 /// The first node of every companion score series.
-pub const SCORE_PREFIX: &str = "_anomaly.";
+pub use sumi_model::SCORE_PREFIX;
 
 /// The name under which the scores of series `name` are stored: `_anomaly.<name>`
 /// (for a tagged name, the prefix goes before the metric part, so the tags stay).
