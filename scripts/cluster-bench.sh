@@ -203,6 +203,6 @@ if os.environ.get("SUMI_BENCH_SINGLE") == "1":
     r = json.loads(out.stdout)
     pps, ppc = r["points_per_sec"], r["points_per_cpu_sec"]
     print("single node: %.0f points/s, %.0f points per cpu-second (server), load generator cpu-seconds %.2f" % (pps, ppc, r.get("client_cpu_secs") or 0))
-    print("cluster / single node: points/s %.2f, points per cpu-second %.2f (%.2f without the JIT compiler)" % (
+    print("cluster / single node: points/s %.2f, points per cpu-second %.3f (%.3f without the JIT compiler)" % (
         total / elapsed / pps, total / all_cpu / ppc, total / max(0.01, all_cpu - all_jit) / ppc))
 PY

@@ -94,6 +94,9 @@ const POW10: [f64; 7] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
 
 /// The largest integer magnitude of a decimal value (every integer up to it is exact).
 const EXACT_INT: f64 = 9_007_199_254_740_992.0; // 2^53
+/// Relative distance of `v × 10^k` from an integer beyond which `m / 10^k` cannot be
+/// `v` (both roundings together move it by about 2^-52 of itself; this is 2^-40).
+const NOT_NEAR: f64 = 1.0 / 1_099_511_627_776.0;
 
 /// The partition of a series: FNV-1a (64-bit) of its canonical name's UTF-8 bytes,
 /// modulo the partition count. Stable across processes, versions and machines (it is
@@ -144,10 +147,12 @@ impl PrefixFnv {
         self.states.truncate(shared + 1);
         let mut h = self.states.last().copied().unwrap_or(FNV_BASIS);
         let rest = name.get(shared..).unwrap_or_default();
-        for &b in rest {
+        let from = self.states.len();
+        self.states.resize(from + rest.len(), 0);
+        for (state, &b) in self.states[from..].iter_mut().zip(rest) {
             h ^= u64::from(b);
             h = h.wrapping_mul(FNV_PRIME);
-            self.states.push(h);
+            *state = h;
         }
         self.prev.extend_from_slice(rest);
         h
@@ -197,7 +202,14 @@ fn decimal(v: f64) -> (u8, i64) {
         } else {
             (x + 0.5f64.copysign(x)) as i64
         };
-        if (m as f64 / p).to_bits() == v.to_bits() {
+        // `m / p == v` puts `x` (`v × p` rounded) within a few ulps of `m`; where it is
+        // further, the division (the costly part) cannot give `v` back
+        if (x - m as f64).abs() > x.abs() * NOT_NEAR {
+            continue;
+        }
+        // (10^0: the division by 1 is exact and left out)
+        let back = if k == 0 { m as f64 } else { m as f64 / p };
+        if back.to_bits() == v.to_bits() {
             return (k as u8 + 1, m);
         }
     }
@@ -573,7 +585,10 @@ fn decode_v2(
         let len = r.varint()?;
         let len = usize::try_from(len).map_err(|_| RecordError::Truncated(r.at))?;
         // the prefix ends on a character boundary, so prefix + UTF-8 suffix is UTF-8
-        let suffix = std::str::from_utf8(r.take(len)?).map_err(|_| RecordError::NameNotUtf8(i))?;
+        let suffix = utf8(r.take(len)?).ok_or(RecordError::NameNotUtf8(i))?;
+        // after the record's first point the batch's last point is the one before, so
+        // whether the name repeats is known without comparing names
+        let repeat = i > 0 && suffix.is_empty() && shared == name.len();
         name.truncate(shared);
         name.push_str(suffix);
         if name.is_empty() {
@@ -596,9 +611,26 @@ fn decode_v2(
                 m / POW10[kind - 1]
             }
         };
-        batch.push(&name, ts, value);
+        if i == 0 {
+            batch.push(&name, ts, value);
+        } else if !repeat || !batch.push_repeat(ts, value) {
+            batch.push_distinct(&name, ts, value);
+        }
     }
     Ok(())
+}
+
+/// `bytes` as UTF-8, checked; names are nearly always ASCII, which is checked in a few
+/// word-wide steps where `std::str::from_utf8`'s call and setup cost more than the
+/// check on a suffix of a few bytes (docs/cluster.md, "Decoding").
+#[inline]
+fn utf8(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII bytes are UTF-8
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
+    }
 }
 
 struct Reader<'a> {
@@ -619,24 +651,54 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint of up to 10 bytes; bits past the 64th are dropped, as they always were.
+    #[inline]
     fn varint(&mut self) -> Result<u64, RecordError> {
-        self.varint128().map(|v| v as u64)
+        // most are one byte (name lengths, small steps and mantissas)
+        if let Some(&b) = self.bytes.get(self.at) {
+            if b < 0x80 {
+                self.at += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.varint_long().map(|v| v as u64)
     }
 
     /// A varint of up to 10 bytes (70 bits) into a u128.
+    #[inline]
     fn varint128(&mut self) -> Result<u128, RecordError> {
+        if let Some(&b) = self.bytes.get(self.at) {
+            if b < 0x80 {
+                self.at += 1;
+                return Ok(u128::from(b));
+            }
+        }
+        self.varint_long()
+    }
+
+    /// [`varint128`](Self::varint128) of any length: nine bytes (63 bits) gathered in
+    /// a u64, the tenth's seven bits above them.
+    #[inline(never)]
+    fn varint_long(&mut self) -> Result<u128, RecordError> {
         let start = self.at;
-        let mut v: u128 = 0;
-        for i in 0..10 {
+        let mut v: u64 = 0;
+        for i in 0..9 {
             let b = *self
                 .bytes
                 .get(self.at)
                 .ok_or(RecordError::Truncated(self.at))?;
             self.at += 1;
-            v |= u128::from(b & 0x7f) << (7 * i);
+            v |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
-                return Ok(v);
+                return Ok(u128::from(v));
             }
+        }
+        let b = *self
+            .bytes
+            .get(self.at)
+            .ok_or(RecordError::Truncated(self.at))?;
+        self.at += 1;
+        if b & 0x80 == 0 {
+            return Ok(u128::from(v) | (u128::from(b) << 63));
         }
         Err(RecordError::VarintTooLong(start))
     }
@@ -651,6 +713,15 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 fn put_varint128(out: &mut Vec<u8>, mut v: u128) {
+    // a point's head is mostly its kind alone (the timestamp of the one before)
+    if v < 0x80 {
+        out.push(v as u8);
+        return;
+    }
+    if let Ok(v) = u64::try_from(v) {
+        put_varint(out, v);
+        return;
+    }
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -888,6 +959,33 @@ mod tests {
     }
 
     #[test]
+    fn v2_repeated_names_decode_as_pushed() {
+        let mut b = Batch::new();
+        for (name, ts) in [
+            ("a.b", 1),
+            ("a.b", 2),
+            ("a.c", 3),
+            ("a", 4),
+            ("a.b", 5),
+            ("a.b", 6),
+        ] {
+            b.push(name, ts, ts as f64 / 10.0);
+        }
+        let bytes = encode(&b, 1);
+        // after a batch that ends on the record's first name: that name compared
+        let mut out = Batch::new();
+        out.push("a.b", 0, 0.0);
+        decode_into(&bytes, &mut out).unwrap();
+        let mut want = Batch::new();
+        want.push("a.b", 0, 0.0);
+        for (n, p) in b.iter() {
+            want.push(n, p.ts, p.value);
+        }
+        assert_eq!(points(&out), points(&want));
+        assert_eq!(out.byte_size(), want.byte_size());
+    }
+
+    #[test]
     fn v2_shares_whole_characters_only() {
         let mut b = Batch::new();
         // \u{e9} and \u{e8} share their first UTF-8 byte (0xc3)
@@ -1107,5 +1205,65 @@ mod tests {
             let mut b = Batch::new();
             let _ = decode_into(&bytes, &mut b);
         }
+    }
+
+    /// Decoding cost of a record as `sumi bench` fills one (a host's metrics in turn,
+    /// integer-like and decimal values). A timing, not a check:
+    /// `CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test -p sumi-cluster --lib decode_cost --
+    /// --ignored --nocapture`.
+    #[test]
+    #[ignore = "a timing, not a check: see the doc lines above"]
+    fn decode_cost() {
+        let metrics = [
+            "cpu.user",
+            "cpu.system",
+            "cpu.idle",
+            "mem.used",
+            "mem.free",
+            "disk.sda.reads",
+            "disk.sda.writes",
+            "net.eth0.rx_bytes",
+            "net.eth0.tx_bytes",
+            "load.1m",
+        ];
+        let mut b = Batch::new();
+        for host in 0..700u64 {
+            for (k, m) in metrics.iter().enumerate() {
+                // counters and gauges (large integers), percentages (2 decimals), small counts
+                let v = match k % 4 {
+                    0 => (host * 7_919_993 + k as u64 * 1_000_003) as f64,
+                    1 => (host % 100) as f64 + 0.25 * (k % 4) as f64 + 0.01,
+                    2 => (host % 300) as f64,
+                    _ => 8e9 + (host * 4093) as f64,
+                };
+                b.push(
+                    &format!("bench.dc{}.host{host:05}.{m}", host % 4),
+                    1_700_000_000,
+                    v,
+                );
+            }
+        }
+        let bytes = encode_version(&b, 1_700_000_000, RECORD_VERSION);
+        let cpu_ns = || -> u64 {
+            std::fs::read_to_string("/proc/thread-self/schedstat")
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0)
+        };
+        let mut out = Batch::new();
+        for round in 0..5 {
+            let t = cpu_ns();
+            let reps = 300;
+            for _ in 0..reps {
+                out.clear();
+                decode_into(std::hint::black_box(&bytes), &mut out).unwrap();
+            }
+            let ns = (cpu_ns() - t) as f64 / (reps * b.len()) as f64;
+            println!(
+                "round {round}: decode {ns:.1} ns/point, {:.2} B/point",
+                bytes.len() as f64 / b.len() as f64
+            );
+        }
+        assert_eq!(points(&out), points(&b));
     }
 }

@@ -56,6 +56,35 @@ impl Batch {
         });
     }
 
+    /// Adds a point whose name the caller knows differs from the previous point's (a
+    /// decoder that reads names as changes from the one before): [`push`](Self::push)
+    /// without its comparison. Were the names equal after all, the name is only
+    /// stored twice.
+    pub fn push_distinct(&mut self, name: &str, ts: i64, value: f64) {
+        let start = self.names.len() as u32;
+        self.names.push_str(name);
+        self.entries.push(Entry {
+            name_start: start,
+            name_len: name.len() as u32,
+            point: Point { ts, value },
+        });
+    }
+
+    /// Adds a point with the previous point's name; false (nothing added) when the
+    /// batch is empty.
+    pub fn push_repeat(&mut self, ts: i64, value: f64) -> bool {
+        let Some(last) = self.entries.last() else {
+            return false;
+        };
+        let (name_start, name_len) = (last.name_start, last.name_len);
+        self.entries.push(Entry {
+            name_start,
+            name_len,
+            point: Point { ts, value },
+        });
+        true
+    }
+
     fn name_at(&self, e: &Entry) -> &str {
         let start = e.name_start as usize;
         // each entry spans a name pushed whole, so its ends are char boundaries
@@ -104,6 +133,29 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn distinct_and_repeated_pushes_are_pushes() {
+        let mut a = Batch::new();
+        let mut b = Batch::new();
+        assert!(!b.push_repeat(1, 1.0), "nothing to repeat");
+        assert!(b.is_empty());
+        for (name, ts) in [("x.y", 1), ("x.y", 2), ("x.z", 3), ("x.y", 4)] {
+            a.push(name, ts, ts as f64);
+        }
+        b.push("x.y", 1, 1.0);
+        assert!(b.push_repeat(2, 2.0));
+        b.push_distinct("x.z", 3, 3.0);
+        b.push_distinct("x.y", 4, 4.0);
+        let points = |b: &Batch| -> Vec<(String, i64, f64)> {
+            b.iter()
+                .map(|(n, p)| (n.to_string(), p.ts, p.value))
+                .collect()
+        };
+        assert_eq!(points(&a), points(&b));
+        // the repeated name is stored once, as `push` stores it
+        assert_eq!(a.byte_size(), b.byte_size());
+    }
 
     #[test]
     fn push_and_iterate() {
