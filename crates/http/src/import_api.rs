@@ -100,8 +100,16 @@ pub struct ImportResult {
     pub present: u64,
     #[serde(default, rename = "outOfRange")]
     pub out_of_range: u64,
+    /// Points of a coarser archive whose time a finer archive covers, left out (a
+    /// cluster node's import: the storage nodes roll them up from the finer points).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub covered: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The answer.
@@ -256,7 +264,10 @@ async fn import_to_log(state: Arc<AppState>, req: ImportRequest) -> Response {
     let sink = state.sink.clone();
     let res = tokio::task::spawn_blocking(move || {
         import_each(&req, |s, cfg, archives, r| {
-            r.written = append_history(sink.as_ref(), &s.name, &cfg, &archives)?;
+            let points: usize = archives.iter().map(Vec::len).sum();
+            let (written, sent) = append_history(sink.as_ref(), &s.name, &cfg, &archives)?;
+            r.written = written;
+            r.covered = (points - sent) as u64;
             Ok::<(), String>(())
         })
     })
@@ -266,19 +277,20 @@ async fn import_to_log(state: Arc<AppState>, req: ImportRequest) -> Response {
 
 /// Appends a series' archives to `sink` (a cluster node's log producer) as one
 /// [`merged_history`] under `name`, as a graph's points when `cfg` is GrowthForecast's
-/// rollup; the points the sink accepted (Kafka acknowledged). Blocking.
+/// rollup; the points the sink accepted (Kafka acknowledged) and those sent (the
+/// merged history's). Blocking.
 fn append_history(
     sink: &dyn sumi_model::Sink,
     name: &str,
     cfg: &SeriesConfig,
     archives: &[Vec<(i64, f64)>],
-) -> Result<u64, String> {
+) -> Result<(u64, usize), String> {
     let mut batch = sumi_model::Batch::new();
     for (ts, v) in merged_history(archives) {
         batch.push(name, ts, v);
     }
     if batch.is_empty() {
-        return Ok(0);
+        return Ok((0, 0));
     }
     let graph = cfg.method == AggMethod::Average && cfg.xff == 0.0;
     let sent = if graph {
@@ -286,7 +298,7 @@ fn append_history(
     } else {
         sink.append(&batch)
     };
-    Ok(sent.map_err(|e| e.to_string())?.accepted)
+    Ok((sent.map_err(|e| e.to_string())?.accepted, batch.len()))
 }
 
 /// Appends series `s` of a request (its archives as they are) to `sink` under the
@@ -297,7 +309,7 @@ pub(crate) fn append_series_as(
     name: &str,
 ) -> Result<u64, String> {
     let (cfg, archives) = prepare(s).map_err(|e| format!("series {}: {e}", s.name))?;
-    append_history(sink, name, &cfg, &archives)
+    append_history(sink, name, &cfg, &archives).map(|(written, _)| written)
 }
 
 #[cfg(test)]

@@ -46,6 +46,9 @@ pub struct Written {
     pub present: u64,
     /// Points beyond their archive's retention (or too far in the future).
     pub out_of_range: u64,
+    /// Points of a coarser archive whose time a finer archive covers, not sent (into a
+    /// cluster, whose storage nodes roll them up from the finer points).
+    pub covered: u64,
 }
 
 /// Why a target did not take a series.
@@ -115,6 +118,8 @@ pub struct Summary {
     pub present: u64,
     /// Points beyond retention or too far in the future.
     pub out_of_range: u64,
+    /// Points of coarser archives covered by finer ones, not sent (into a cluster).
+    pub covered: u64,
     /// Damaged files, unnamed series, series the target refused.
     pub skipped: Vec<Skip>,
     pub seconds: f64,
@@ -128,10 +133,20 @@ impl Summary {
         } else {
             0.0
         };
+        // into a cluster, the coarser archives' points that finer ones cover are rolled
+        // up by the storage nodes instead of sent: said where there are any
+        let covered = if self.covered > 0 {
+            format!(
+                ", {} covered by a finer archive (rolled up from it)",
+                self.covered
+            )
+        } else {
+            String::new()
+        };
         let mut s = format!(
             "files: {} ({} imported, {} done by an earlier run, {} skipped)\n\
              series: {} ({} created)\n\
-             points: {} read, {} written, {} already present, {} beyond retention\n\
+             points: {} read, {} written, {} already present, {} beyond retention{}\n\
              seconds: {:.1} ({:.0} points/s)\n",
             self.files,
             self.imported_files,
@@ -143,6 +158,7 @@ impl Summary {
             self.written,
             self.present,
             self.out_of_range,
+            covered,
             self.seconds,
             rate
         );
@@ -341,6 +357,7 @@ where
                                         local.written += w.written;
                                         local.present += w.present;
                                         local.out_of_range += w.out_of_range;
+                                        local.covered += w.covered;
                                     }
                                     Err(TargetError::Series(reason)) => {
                                         ok = false;
@@ -373,6 +390,7 @@ where
                     sum.written += local.written;
                     sum.present += local.present;
                     sum.out_of_range += local.out_of_range;
+                    sum.covered += local.covered;
                     sum.skipped.extend(local.skipped);
                 })
             })

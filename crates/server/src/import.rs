@@ -110,6 +110,7 @@ impl Target for StoreTarget {
                         written: o.written,
                         present: o.present,
                         out_of_range: o.out_of_range,
+                        covered: 0,
                     })
                 }
                 // flushes are behind: wait for them, as a carbon client would
@@ -236,6 +237,7 @@ impl Target for HttpTarget {
                         written: one.written,
                         present: one.present,
                         out_of_range: one.out_of_range,
+                        covered: one.covered,
                     });
                 }
                 // the store cannot write now (flushes behind, disk reserve): retry

@@ -17,145 +17,11 @@
 //! Never skipped: a machine without python3, its venv module or libcairo2 fails here.
 
 mod common;
-
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "common/whisper_ref.rs"]
+mod whisper_ref;
 
 use common::{scratch, Sumi};
-use serde_json::Value;
-
-fn setup_venv() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/graphite-diff/setup.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .output()
-        .expect("run tests/graphite-diff/setup.sh (is bash installed?)");
-    assert!(
-        out.status.success(),
-        "setup.sh failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(stdout.lines().last().unwrap_or_default().trim())
-}
-
-struct Reference {
-    t0: i64,
-    whisper_dir: PathBuf,
-    tagged_names: PathBuf,
-    damaged: PathBuf,
-    queries: Vec<(String, Value)>,
-}
-
-fn reference(work: &Path) -> Reference {
-    let venv = setup_venv();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/import_whisper_gen.py");
-    let out = Command::new(venv.join("bin/python"))
-        .arg(&script)
-        .arg(work)
-        .output()
-        .expect("run import_whisper_gen.py");
-    assert!(
-        out.status.success(),
-        "import_whisper_gen.py failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("the generator prints JSON");
-    let s = |k: &str| PathBuf::from(v[k].as_str().expect("a path"));
-    Reference {
-        t0: v["t0"].as_i64().expect("t0"),
-        whisper_dir: s("whisper_dir"),
-        tagged_names: s("tagged_names"),
-        damaged: s("damaged"),
-        queries: v["queries"]
-            .as_array()
-            .expect("queries")
-            .iter()
-            .map(|q| (q["path"].as_str().unwrap().to_string(), q["answer"].clone()))
-            .collect(),
-    }
-}
-
-fn import(args: &[&str]) -> (Output, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sumi"))
-        .arg("import")
-        .args(args)
-        .output()
-        .expect("run sumi import");
-    let text = format!(
-        "{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, text)
-}
-
-/// The number on the summary line starting with `label` (the first number after it).
-fn summary_number(text: &str, label: &str, nth: usize) -> u64 {
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(label))
-        .unwrap_or_else(|| panic!("no {label:?} line in:\n{text}"));
-    line.split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .nth(nth)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no number {nth} in {line:?}"))
-}
-
-/// Where two render answers first differ, for the failure message.
-fn first_difference(want: &Value, got: &Value) -> String {
-    let (Some(w), Some(g)) = (want.as_array(), got.as_array()) else {
-        return format!("  graphite-web: {want:.300}\n  sumi:         {got:.300}");
-    };
-    if w.len() != g.len() {
-        return format!(
-            "  {} series from graphite-web, {} from sumi",
-            w.len(),
-            g.len()
-        );
-    }
-    for (ws, gs) in w.iter().zip(g) {
-        if ws["target"] != gs["target"] || ws["tags"] != gs["tags"] {
-            return format!("  series {} / {}", ws["target"], gs["target"]);
-        }
-        let (wp, gp) = (&ws["datapoints"], &gs["datapoints"]);
-        let (Some(wp), Some(gp)) = (wp.as_array(), gp.as_array()) else {
-            continue;
-        };
-        if wp.len() != gp.len() {
-            return format!(
-                "  {} points from graphite-web, {} from sumi",
-                wp.len(),
-                gp.len()
-            );
-        }
-        if let Some((a, b)) = wp.iter().zip(gp).find(|(a, b)| a != b) {
-            return format!("  graphite-web {a}, sumi {b}");
-        }
-    }
-    "  (elsewhere)".to_string()
-}
-
-fn compare_all(sumi: &Sumi, r: &Reference, what: &str) {
-    let mut bad = Vec::new();
-    for (path, want) in &r.queries {
-        let (status, body) = sumi.get(path);
-        let got: Value = serde_json::from_str(&body)
-            .unwrap_or_else(|e| panic!("{what}: {path} answered {status} {body:?}: {e}"));
-        if got != *want {
-            bad.push(format!("{path}\n{}", first_difference(want, &got)));
-        }
-    }
-    assert!(
-        bad.is_empty(),
-        "{what}: {} of {} answers differ from graphite-web's:\n{}",
-        bad.len(),
-        r.queries.len(),
-        bad.join("\n")
-    );
-}
+use whisper_ref::{compare_all, import, reference, summary_number};
 
 #[test]
 fn import_answers_like_graphite_web() {
@@ -225,7 +91,7 @@ fn import_answers_like_graphite_web() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("another sumi"), "{text}");
-    compare_all(&sumi, &r, "offline import");
+    compare_all(|p| sumi.get(p), &r, "offline import");
     sumi.stop();
 
     // into a running server
@@ -253,7 +119,7 @@ fn import_answers_like_graphite_web() {
         read <= points && read * 20 >= points * 19,
         "read {read} points over HTTP, {points} offline:\n{text}"
     );
-    compare_all(&sumi, &r, "import over HTTP");
+    compare_all(|p| sumi.get(p), &r, "import over HTTP");
     sumi.stop();
 
     // live data first: the import fills the gaps and keeps every live point
