@@ -885,7 +885,9 @@ impl Detector {
                 .max(v.season)
         };
         self.zs = Some(zs);
-        let out = if self.st.since_alarm < self.suppress_len() {
+        // A second stage's scores are damped by the first stage's suppression, which
+        // its own alarms start and prolong: it gives them undamped.
+        let out = if self.st.since_alarm < self.suppress_len() && !cfg.two_stage() {
             raw * cfg.damp
         } else {
             raw
