@@ -108,6 +108,11 @@ pub struct Config {
     /// power: a half-life of about 870 blocks (13,900 points at `block = 16`), where
     /// `peak_decay` per block would make it 3,500 blocks (55,000 points).
     pub block_peak_decay: f64,
+    /// Two-stage only (0 turns it off): the range view. A block whose largest (or
+    /// smallest) value lies beyond the largest (smallest) value of every earlier block
+    /// by this share of the series' whole range so far scores 0.5 (a share of
+    /// `range_half` × 1.15 scores `alarm`).
+    pub range_half: f64,
 }
 
 impl Default for Config {
@@ -147,6 +152,7 @@ impl Default for Config {
             flat_half: 1.5,
             settle: 12,
             block_peak_decay: 0.9992,
+            range_half: 0.05,
         }
     }
 }
@@ -209,6 +215,7 @@ impl Config {
             "flat_half" => self.flat_half = num(key, value)?,
             "settle" => self.settle = num(key, value)?,
             "block_peak_decay" => self.block_peak_decay = num(key, value)?,
+            "range_half" => self.range_half = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -252,6 +259,9 @@ impl Config {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("anomaly settings: {name} must be > 0"));
             }
+        }
+        if !(self.range_half.is_finite() && self.range_half >= 0.0) {
+            return bad("range_half must be >= 0");
         }
         if !(self.peak_floor.is_finite() && self.peak_floor > 0.0) {
             return bad("peak_floor must be > 0");

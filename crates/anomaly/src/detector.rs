@@ -197,6 +197,12 @@ pub(crate) struct State {
     pub(crate) resid_n: u32,
     /// Time of the first scored point (the end of the warm-up).
     pub(crate) first_scored: Option<i64>,
+    /// Two-stage only: the largest and smallest value of every block seen so far
+    /// (`None` before the first block): the series' whole range, for the range view.
+    pub(crate) range: Option<(f64, f64)>,
+    /// Two-stage only: the usual half-range of a block (`(hi − lo) / 2`, averaged over
+    /// about 64 blocks): a record by less is the block's own noise, not news.
+    pub(crate) half_range: f64,
 }
 
 /// `Gate::last_ts` of a first stage that has accepted no point yet. A point at this
@@ -346,6 +352,8 @@ impl Detector {
             resid_usual: 0.0,
             resid_n: 0,
             first_scored: None,
+            range: None,
+            half_range: 0.0,
         };
         Detector::from_state(cfg, st)
     }
@@ -663,6 +671,20 @@ impl Detector {
                 None
             }
         };
+        let score = match (score, extremes) {
+            (Some(s), Some(ext)) => Some(s.max(self.range_score(ext))),
+            (s, _) => s,
+        };
+        if let Some((hi, lo)) = extremes {
+            let half = (hi - lo) / 2.0;
+            (self.st.range, self.st.half_range) = match self.st.range {
+                Some((top, bottom)) => (
+                    Some((top.max(hi), bottom.min(lo))),
+                    self.st.half_range + (half - self.st.half_range) / 64.0,
+                ),
+                None => (Some((hi, lo)), half),
+            };
+        }
         self.learn(value, dt, stats);
         self.learn_season(ts, value);
         if self.st.last_ts.is_none() {
@@ -681,6 +703,30 @@ impl Detector {
             }
         }
         score
+    }
+
+    /// The range view's score of a block whose largest and smallest values are
+    /// `(hi, lo)`: how far the block goes beyond the largest or smallest value of
+    /// every block before it, in that whole range, `Config::range_half` of it
+    /// scoring 0.5; nothing when it goes beyond by no more than a block's usual
+    /// half-range (a noisy series' range grows by its noise for a long time). Not
+    /// compared with its own past: a record is news however often the series broke
+    /// one before.
+    fn range_score(&mut self, (hi, lo): (f64, f64)) -> f64 {
+        let Some((top, bottom)) = self.st.range else {
+            return 0.0;
+        };
+        let beyond = (hi - top).max(bottom - lo);
+        if self.cfg.range_half <= 0.0 || top <= bottom || beyond <= self.st.half_range {
+            return 0.0;
+        }
+        let beyond = beyond / (top - bottom);
+        let z = beyond / self.cfg.range_half;
+        if let Some(zs) = self.zs.as_mut() {
+            // explained as a spike: it is the point view's kind of news
+            zs[0] = zs[0].max(z);
+        }
+        half_one(z)
     }
 
     /// The k-th newest value in the long window (0 = newest).
