@@ -905,8 +905,12 @@ impl Detector {
                 // Inside an incident (an alarm or its suppression) a view's peak grows
                 // by at most `incident_cap` times itself, so one incident does not
                 // mask the next for thousands of points.
-                let incident = self.st.since_alarm < self.suppress_len()
-                    || 1.0 - (-r * r * std::f64::consts::LN_2).exp() >= cfg.alarm;
+                // A second stage still settling learns its peaks in full: what it
+                // meets then is the series' ordinary life, not an incident.
+                let settling = cfg.two_stage() && self.st.seen < (cfg.warmup + cfg.settle) as u64;
+                let incident = !settling
+                    && (self.st.since_alarm < self.suppress_len()
+                        || 1.0 - (-r * r * std::f64::consts::LN_2).exp() >= cfg.alarm);
                 for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
                     let z = if incident && cfg.incident_cap > 0.0 {
                         z.min(cfg.incident_cap * peak.max(cfg.peak_floor))
