@@ -67,10 +67,10 @@ fn restore_and_run(cfg: Config, data: &[u8]) {
 }
 
 /// A two-stage state of version 7 as version 6 wrote it (without the range view's
-/// range, the 25 bytes before the CRC) or version 5 (also without the unfinished
+/// range, the 26 bytes before the CRC) or version 5 (also without the unfinished
 /// block's largest and smallest value, 16 bytes more).
 pub fn as_version(v7: &[u8], version: u8) -> Vec<u8> {
-    let cut = if version == 5 { 25 + 16 } else { 25 };
+    let cut = if version == 5 { 26 + 16 } else { 26 };
     let body = &v7[..v7.len() - 4 - cut];
     let mut out = body.to_vec();
     out[7] = version;

@@ -20,6 +20,7 @@
 //! (version 7, two-stage detectors: version 6, then the range view's range)
 //!   has_range u8 | top f64 | bottom f64    the largest and smallest value of every block
 //!   half_range f64                         a block's usual half-range
+//!   settled u8                             whether the second stage's scores count
 //! crc32c u32 of everything before it
 //! ```
 //! A single-stage detector (`Config::block` 0 or 1) is saved as version 4, exactly as
@@ -29,7 +30,8 @@
 //! second stage's point views for that one block. Versions 5 and 6 (saved before the
 //! range view) are read with the smallest and largest block mean of the long window
 //! as the series' range (the range view's record is then the window's, not the whole
-//! history's) and the usual step between block means as a block's usual half-range;
+//! history's) and the usual step between block means as a block's usual half-range,
+//! and the second stage as settled once its `warmup` and `settle` blocks are past;
 //! both are saved back as version 7.
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
@@ -166,6 +168,7 @@ impl Detector {
             for v in [top, bottom, st.half_range] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
+            b.push(u8::from(st.settled));
         }
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
@@ -341,7 +344,7 @@ impl Detector {
         } else {
             crate::detector::Gate::default()
         };
-        let (range, half_range) = if version == VERSION_TWO_STAGE {
+        let (range, half_range, settled) = if version == VERSION_TWO_STAGE {
             let at = r.at;
             let has = r.u8()?;
             let top = f64::from_bits(r.u64()?);
@@ -355,7 +358,12 @@ impl Detector {
                 1 if top.is_finite() && bottom.is_finite() && bottom <= top => Some((top, bottom)),
                 _ => return Err(DecodeError::Invalid("bad range", at)),
             };
-            (range, half)
+            let settled = match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::Invalid("bad settled flag", r.at - 1)),
+            };
+            (range, half, settled)
         } else if two_stage {
             // saved before the range view: the window's smallest and largest block
             // mean, and the usual step between block means
@@ -363,9 +371,9 @@ impl Detector {
                 Some((top, bottom)) => Some((v.max(top), v.min(bottom))),
                 None => Some((v, v)),
             });
-            (range, usual_step)
+            (range, usual_step, seen >= (cfg.warmup + cfg.settle) as u64)
         } else {
-            (None, 0.0)
+            (None, 0.0, false)
         };
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
@@ -393,6 +401,7 @@ impl Detector {
             first_scored,
             range,
             half_range,
+            settled,
         };
         let mut det = Detector::from_state(cfg, st);
         det.gate = gate;

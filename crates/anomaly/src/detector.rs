@@ -203,6 +203,9 @@ pub(crate) struct State {
     /// Two-stage only: the usual half-range of a block (`(hi − lo) / 2`, averaged over
     /// about 64 blocks): a record by less is the block's own noise, not news.
     pub(crate) half_range: f64,
+    /// Two-stage only: whether the second stage's scores count (it has settled:
+    /// `Config::settle` blocks after its warm-up, and then a block below the alarm).
+    pub(crate) settled: bool,
 }
 
 /// `Gate::last_ts` of a first stage that has accepted no point yet. A point at this
@@ -354,6 +357,7 @@ impl Detector {
             first_scored: None,
             range: None,
             half_range: 0.0,
+            settled: false,
         };
         Detector::from_state(cfg, st)
     }
@@ -601,10 +605,16 @@ impl Detector {
             g.sum = 0.0;
             g.count = 0;
             // The second stage settles (learns, its peaks too) for `settle` blocks
-            // after its warm-up before its scores count.
-            let settled = self.st.seen >= (cfg.warmup + cfg.settle) as u64;
-            self.update_full(ts, mean, Some(extremes))
-                .filter(|_| settled)
+            // after its warm-up, and then until a block of it scores below the
+            // alarm (an incident that began while it settled is not news), before
+            // its scores count.
+            let due = self.st.seen >= (cfg.warmup + cfg.settle) as u64;
+            let alarm = cfg.alarm;
+            let s = self.update_full(ts, mean, Some(extremes));
+            if !self.st.settled && due && s.is_some_and(|s| s < alarm) {
+                self.st.settled = true;
+            }
+            s.filter(|_| self.st.settled)
         } else {
             None
         };

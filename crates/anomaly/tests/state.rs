@@ -344,8 +344,8 @@ fn two_stage_narrow_fields_are_checked() {
     run(&mut det, &points);
     let saved = det.save();
     // the first stage's tail: since_alarm u64 | has_first_scored u8 | first_scored i64
-    // | hi f64 | lo f64, then the range (has_range u8 | top f64 | bottom f64 | half_range f64) | crc u32
-    let since_alarm_at = saved.len() - 4 - 25 - 16 - 9 - 8;
+    // | hi f64 | lo f64, then the range (has_range u8 | top f64 | bottom f64 | half_range f64 | settled u8) | crc u32
+    let since_alarm_at = saved.len() - 4 - 26 - 16 - 9 - 8;
     let with = |at: usize, bytes: &[u8]| {
         let mut b = saved[..saved.len() - 4].to_vec();
         b[at..at + bytes.len()].copy_from_slice(bytes);
@@ -379,11 +379,11 @@ fn two_stage_narrow_fields_are_checked() {
     ));
 }
 
-/// The version-7 bytes as an older version wrote them: without the range (the 25
+/// The version-7 bytes as an older version wrote them: without the range (the 26
 /// bytes before the CRC) for version 6, and without the block's extremes (16 bytes
 /// more) for version 5; version byte set, CRC recomputed.
 fn as_version(v7: &[u8], version: u8) -> Vec<u8> {
-    let cut = if version == 5 { 25 + 16 } else { 25 };
+    let cut = if version == 5 { 26 + 16 } else { 26 };
     let mut out = v7[..v7.len() - 4 - cut].to_vec();
     out[7] = version;
     let crc = crc32c::crc32c(&out);
