@@ -99,8 +99,10 @@ pub struct Config {
     /// scores 0.5 (this check is not compared with past peaks: a run only grows).
     pub flat_half: f64,
     /// Two-stage only: blocks after the second stage's warm-up during which it
-    /// learns (its views' past peaks too) but its scores do not count yet, so its
-    /// first scores are not measured against peaks that have seen almost nothing.
+    /// learns (its views' past peaks too, in full: no `incident_cap`) but its scores
+    /// do not count yet, so its first scores are not measured against peaks that
+    /// have seen almost nothing. Its scores then count from its first block below
+    /// `alarm` (an incident that began while it settled is not reported).
     pub settle: usize,
     /// Two-stage only: the factor by which the second stage's views' past peaks
     /// decay per block (`peak_decay` is per point, and applies to the first stage and
