@@ -12,12 +12,12 @@
 //! profile_len × u8 (points learnt per profile bin)
 //! resid_fast f64 | resid_usual f64 | resid_n u32
 //! has_first_scored u8 | first_scored i64
-//! (versions 5 and 6, two-stage detectors: the first stage)
+//! (versions 5 to 7, two-stage detectors: the first stage)
 //!   block u32 | has_last_ts u8 | last_ts i64 | seen u64 | ignored u64 | step f64
 //!   level f64 | dev f64 | prev f64 | jump f64 | jump_fast f64 | peak f64 | sum f64 | count u32
 //!   flat_run u32 | flat_max u32 | since_alarm u64 | has_first_scored u8 | first_scored i64
-//!   (version 6 only) hi f64 | lo f64       the unfinished block's largest and smallest value
-//! (version 7, two-stage detectors: version 6, then the range view's range)
+//!   (versions 6 and 7) hi f64 | lo f64    the unfinished block's largest and smallest value
+//! (version 7 only: then the second stage's range view and whether it settled)
 //!   has_range u8 | top f64 | bottom f64    the largest and smallest value of every block
 //!   half_range f64                         a block's usual half-range
 //!   settled u8                             whether the second stage's scores count

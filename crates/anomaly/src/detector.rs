@@ -16,7 +16,10 @@
 //!   `Config::season`), against the usual residual (broken rhythm at a usual level);
 //! - **local**: distance of the value from the median of the last `Config::local`
 //!   points, in their robust spreads (a spike while the long window still holds an
-//!   earlier regime); reported as part of the point view.
+//!   earlier regime); reported as part of the point view;
+//! - **range** (the second stage of a two-stage detector only): how far a block goes
+//!   beyond the largest or smallest value of every block before it, in that whole
+//!   range (a record is news however the views' peaks stand); reported as a spike.
 //!
 //! Each view's surprise is divided by that view's own decaying peak of past surprises,
 //! the largest ratio gives the score, and an alarm damps the scores that follow.
@@ -214,7 +217,7 @@ pub(crate) const NO_TS: i64 = i64::MIN;
 
 /// The first stage of a two-stage detector ([`Config::block`] of 2 or more): a few
 /// words read and written by every point, where the full detector (the second stage)
-/// runs once per block. Saved and restored by [`crate::codec`] (version 6).
+/// runs once per block. Saved and restored by [`crate::codec`] (versions 5 to 7).
 ///
 /// `repr(C)`: what every point reads and writes comes first (112 bytes: with the
 /// settings pointer just before it, [`Detector`] being `repr(C)` too, 120 bytes, two
