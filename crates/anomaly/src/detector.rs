@@ -27,7 +27,8 @@
 //! deviation cost O(log n) per point.
 //!
 //! Points are accepted in strictly increasing time. A point at or before the last
-//! accepted time (late, repeated or out of order) and a non-finite value are ignored:
+//! accepted time (late, repeated or out of order) and a non-finite value, or one beyond
+//! ±[`LARGEST`] (whose differences would overflow), are ignored:
 //! `update` returns `None`, counts them in [`Detector::ignored`] and leaves the state as
 //! it was, so a burst of replayed or delayed points cannot corrupt what was learnt.
 //! (A two-stage detector also ignores a point at `i64::MIN` seconds, its first
@@ -209,6 +210,18 @@ pub(crate) struct State {
     /// Two-stage only: whether the second stage's scores count (it has settled:
     /// `Config::settle` blocks after its warm-up, and then a block below the alarm).
     pub(crate) settled: bool,
+}
+
+/// The largest magnitude of a value the detector takes; beyond it a value is ignored,
+/// as a non-finite one is: the differences and sums of values near `f64::MAX`
+/// overflow, and an infinite deviation made the first stage's clipping panic.
+pub const LARGEST: f64 = 1e300;
+
+/// Whether the detector takes the value `x`: finite and within ±[`LARGEST`] (one
+/// comparison, as `is_finite`'s; NaN compares false).
+#[inline]
+fn usable(x: f64) -> bool {
+    x.abs() <= LARGEST
 }
 
 /// `Gate::last_ts` of a first stage that has accepted no point yet. A point at this
@@ -495,7 +508,7 @@ impl Detector {
     fn update_two(&mut self, ts: i64, x: f64, explain: bool) -> Option<f64> {
         let g = &mut self.gate;
         // `ts <= NO_TS` only for `ts == NO_TS`, which is ignored (see `NO_TS`)
-        if !x.is_finite() || ts <= g.last_ts {
+        if !usable(x) || ts <= g.last_ts {
             g.ignored += 1;
             return None;
         }
@@ -669,7 +682,7 @@ impl Detector {
     /// what its point and local views measure, so a spike inside a block is not
     /// averaged away; everything else sees and learns `value`.
     fn update_full(&mut self, ts: i64, value: f64, extremes: Option<(f64, f64)>) -> Option<f64> {
-        if !value.is_finite() || self.st.last_ts.is_some_and(|last| ts <= last) {
+        if !usable(value) || self.st.last_ts.is_some_and(|last| ts <= last) {
             self.st.ignored += 1;
             return None;
         }
@@ -689,7 +702,8 @@ impl Detector {
             (s, _) => s,
         };
         if let Some((hi, lo)) = extremes {
-            let half = (hi - lo) / 2.0;
+            // (halved before the subtraction: finite for any finite values)
+            let half = hi / 2.0 - lo / 2.0;
             (self.st.range, self.st.half_range) = match self.st.range {
                 Some((top, bottom)) => (
                     Some((top.max(hi), bottom.min(lo))),

@@ -2,7 +2,7 @@
 //! damaged or mismatched state is refused with an error. Late, repeated, out-of-order
 //! and non-finite points leave the state as it was.
 
-use sumi_anomaly::{Config, DecodeError, Detector};
+use sumi_anomaly::{Config, DecodeError, Detector, LARGEST};
 
 /// A bumpy series with a few incidents, so every view and the alarm suppression have
 /// something to do.
@@ -486,5 +486,33 @@ fn the_context_table_is_allocated_when_first_used() {
         let late = det.save();
         let back = Detector::restore(cfg, &late).expect("restore");
         assert_eq!(back.save(), late);
+    }
+}
+
+/// Values near the largest float neither panic nor give scores outside [0, 1]
+/// (alternating ±`f64::MAX` made the first stage's deviation infinite and its
+/// clipping panic): beyond ±`LARGEST` they are ignored as non-finite ones are, up to
+/// it they are scored, in both designs, and the state saves and restores.
+#[test]
+fn extreme_values_are_scored_or_ignored_without_panic() {
+    for cfg in [single_stage(), Config::default()] {
+        let mut det = Detector::new(cfg.clone());
+        for i in 0..2000i64 {
+            let v = if i % 2 == 0 { f64::MAX } else { -f64::MAX };
+            assert_eq!(det.update(i * 60, v), None, "{v} at {i}");
+        }
+        assert_eq!(det.ignored(), 2000);
+        for i in 2000..4000i64 {
+            let v = if i % 2 == 0 { LARGEST } else { -LARGEST };
+            let v = if i % 300 == 0 { v / 3.0 } else { v };
+            if let Some(s) = det.update(i * 60, v) {
+                assert!((0.0..=1.0).contains(&s), "score {s} at {i}");
+            }
+        }
+        assert_eq!(det.ignored(), 2000);
+        assert_eq!(det.seen(), 2000);
+        let saved = det.save();
+        let back = Detector::restore(cfg, &saved).expect("restore");
+        assert_eq!(back.save(), saved);
     }
 }
