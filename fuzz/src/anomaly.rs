@@ -1,12 +1,12 @@
 //! Fuzz target for the anomaly detector's saved state (`sumi_anomaly::codec`).
 //!
 //! - [`anomaly_state`] restores a detector from the input under the single-stage
-//!   settings (`block = 0`, state version 4) and under the two-stage ones (`block = 16`, state version 6, and the older
-//!   version 5). Accepted outcomes, anything else panics: a `DecodeError` with a
-//!   message; or a detector that saves back to exactly the input (a version-5 input:
-//!   to its version-6 form, which is the input again once [`as_version_5`] drops the
-//!   block's extremes) and then scores further points with scores in `[0, 1]` (or
-//!   `None`) without panicking.
+//!   settings (`block = 0`, state version 4) and under the two-stage ones (`block = 16`, state version 7, and the older
+//!   versions 5 and 6). Accepted outcomes, anything else panics: a `DecodeError` with a
+//!   message; or a detector that saves back to exactly the input (a version-5 or -6
+//!   input: to its version-7 form, which is the input again once [`as_version`] drops
+//!   what that version did not save) and then scores further points with scores in
+//!   `[0, 1]` (or `None`) without panicking.
 //!
 //! - [`anomaly_state_file`] decodes the input as the server's file of many series'
 //!   states (`sumi_anomaly::state_file`). Accepted outcomes: an error with a message
@@ -45,12 +45,12 @@ fn restore_and_run(cfg: Config, data: &[u8]) {
         Err(e) => assert!(!e.to_string().is_empty()),
         Ok(mut det) => {
             let saved = det.save();
-            if data.get(7) == Some(&5) {
-                assert_eq!(saved[7], 6, "a version-5 state saves as version 6");
+            if let Some(&old @ (5 | 6)) = data.get(7) {
+                assert_eq!(saved[7], 7, "a version-{old} state saves as version 7");
                 assert_eq!(
-                    as_version_5(&saved),
+                    as_version(&saved, old),
                     data,
-                    "restored version-5 state does not save back the same"
+                    "restored version-{old} state does not save back the same"
                 );
             } else {
                 assert_eq!(saved, data, "restored state does not save back the same");
@@ -66,19 +66,21 @@ fn restore_and_run(cfg: Config, data: &[u8]) {
     }
 }
 
-/// A two-stage state of version 6 as version 5 wrote it: without the unfinished
-/// block's largest and smallest value (the 16 bytes before the CRC).
-pub fn as_version_5(v6: &[u8]) -> Vec<u8> {
-    let body = &v6[..v6.len() - 4 - 16];
+/// A two-stage state of version 7 as version 6 wrote it (without the range view's
+/// range, the 26 bytes before the CRC) or version 5 (also without the unfinished
+/// block's largest and smallest value, 16 bytes more).
+pub fn as_version(v7: &[u8], version: u8) -> Vec<u8> {
+    let cut = if version == 5 { 26 + 16 } else { 26 };
+    let body = &v7[..v7.len() - 4 - cut];
     let mut out = body.to_vec();
-    out[7] = 5;
+    out[7] = version;
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 
 /// Saved states after 0, 20, 600 and 1,500 points of a bumpy series, single-stage
-/// and two-stage (version 6, and 1,500 points cut inside a block as version 5).
+/// and two-stage (version 7, and 1,500 points cut inside a block as versions 5 and 6).
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
     for (name, n, cfg) in [
@@ -101,7 +103,8 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         let v = 10.0 * (i as f64 / 30.0).sin() + if i % 400 == 399 { 50.0 } else { 0.0 };
         det.update(i as i64 * 60, v);
     }
-    out.push(("two-stage-v5", as_version_5(&det.save())));
+    out.push(("two-stage-v5", as_version(&det.save(), 5)));
+    out.push(("two-stage-v6", as_version(&det.save(), 6)));
     out
 }
 

@@ -12,18 +12,27 @@
 //! profile_len × u8 (points learnt per profile bin)
 //! resid_fast f64 | resid_usual f64 | resid_n u32
 //! has_first_scored u8 | first_scored i64
-//! (versions 5 and 6, two-stage detectors: the first stage)
+//! (versions 5 to 7, two-stage detectors: the first stage)
 //!   block u32 | has_last_ts u8 | last_ts i64 | seen u64 | ignored u64 | step f64
 //!   level f64 | dev f64 | prev f64 | jump f64 | jump_fast f64 | peak f64 | sum f64 | count u32
 //!   flat_run u32 | flat_max u32 | since_alarm u64 | has_first_scored u8 | first_scored i64
-//!   (version 6 only) hi f64 | lo f64       the unfinished block's largest and smallest value
+//!   (versions 6 and 7) hi f64 | lo f64    the unfinished block's largest and smallest value
+//! (version 7 only: then the second stage's range view and whether it settled)
+//!   has_range u8 | top f64 | bottom f64    the largest and smallest value of every block
+//!   half_range f64                         a block's usual half-range
+//!   settled u8                             whether the second stage's scores count
 //! crc32c u32 of everything before it
 //! ```
 //! A single-stage detector (`Config::block` 0 or 1) is saved as version 4, exactly as
-//! before the two-stage design existed; a two-stage one as version 6. Version 5 (a
+//! before the two-stage design existed; a two-stage one as version 7. Version 5 (a
 //! two-stage state saved before the block's extremes were kept) is still read: the
 //! unfinished block's extremes are taken as its mean so far, which changes at most the
-//! second stage's point views for that one block; it is saved back as version 6.
+//! second stage's point views for that one block. Versions 5 and 6 (saved before the
+//! range view) are read with the smallest and largest block mean of the long window
+//! as the series' range (the range view's record is then the window's, not the whole
+//! history's) and the usual step between block means as a block's usual half-range,
+//! and the second stage as settled once its `warmup` and `settle` blocks are past;
+//! both are saved back as version 7.
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
 //!
@@ -42,8 +51,10 @@ use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
 const VERSION: u8 = 4;
-/// Two-stage detectors: version 4 followed by the first stage.
-const VERSION_TWO_STAGE: u8 = 6;
+/// Two-stage detectors: version 4 followed by the first stage and the range view's range.
+const VERSION_TWO_STAGE: u8 = 7;
+/// Two-stage detectors before the range view (read, not written).
+const VERSION_TWO_STAGE_6: u8 = 6;
 /// Two-stage detectors before the block's extremes were saved (read, not written).
 const VERSION_TWO_STAGE_5: u8 = 5;
 
@@ -55,7 +66,7 @@ pub enum DecodeError {
     #[error("anomaly state: bad magic (not a detector state)")]
     BadMagic,
     #[error(
-        "anomaly state: version {0} is not supported (this build reads version {VERSION} only, and {VERSION_TWO_STAGE_5} or {VERSION_TWO_STAGE} for two-stage detectors; \
+        "anomaly state: version {0} is not supported (this build reads version {VERSION} only, and {VERSION_TWO_STAGE_5}, {VERSION_TWO_STAGE_6} or {VERSION_TWO_STAGE} for two-stage detectors; \
          state saved by another build is relearnt or rebuilt from stored history)"
     )]
     Version(u8),
@@ -152,6 +163,12 @@ impl Detector {
             for v in [g.hi, g.lo] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
+            let (top, bottom) = st.range.unwrap_or((0.0, 0.0));
+            b.push(u8::from(st.range.is_some()));
+            for v in [top, bottom, st.half_range] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.push(u8::from(st.settled));
         }
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
@@ -176,7 +193,7 @@ impl Detector {
             return Err(DecodeError::BadMagic);
         }
         let version = r.u8()?;
-        if version != VERSION && version != VERSION_TWO_STAGE && version != VERSION_TWO_STAGE_5 {
+        if !(version == VERSION || (VERSION_TWO_STAGE_5..=VERSION_TWO_STAGE).contains(&version)) {
             return Err(DecodeError::Version(version));
         }
         let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
@@ -312,7 +329,7 @@ impl Detector {
             (1, t) => Some(t),
             _ => return Err(DecodeError::Invalid("bad first score time", r.at - 9)),
         };
-        let two_stage = version == VERSION_TWO_STAGE || version == VERSION_TWO_STAGE_5;
+        let two_stage = version != VERSION;
         let saved_block = if two_stage { r.u32()? as u64 } else { 0 };
         let configured = if cfg.two_stage() { cfg.block as u64 } else { 0 };
         if saved_block != configured {
@@ -326,6 +343,37 @@ impl Detector {
             read_gate(&mut r, cfg.block, version)?
         } else {
             crate::detector::Gate::default()
+        };
+        let (range, half_range, settled) = if version == VERSION_TWO_STAGE {
+            let at = r.at;
+            let has = r.u8()?;
+            let top = f64::from_bits(r.u64()?);
+            let bottom = f64::from_bits(r.u64()?);
+            let half = f64::from_bits(r.u64()?);
+            if !(half.is_finite() && half >= 0.0) {
+                return Err(DecodeError::Invalid("bad block half-range", at + 17));
+            }
+            let range = match has {
+                0 if top.to_bits() == 0 && bottom.to_bits() == 0 => None,
+                1 if top.is_finite() && bottom.is_finite() && bottom <= top => Some((top, bottom)),
+                _ => return Err(DecodeError::Invalid("bad range", at)),
+            };
+            let settled = match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::Invalid("bad settled flag", r.at - 1)),
+            };
+            (range, half, settled)
+        } else if two_stage {
+            // saved before the range view: the window's smallest and largest block
+            // mean, and the usual step between block means
+            let range = ring.iter().fold(None, |acc, &v| match acc {
+                Some((top, bottom)) => Some((v.max(top), v.min(bottom))),
+                None => Some((v, v)),
+            });
+            (range, usual_step, seen >= (cfg.warmup + cfg.settle) as u64)
+        } else {
+            (None, 0.0, false)
         };
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
@@ -351,6 +399,9 @@ impl Detector {
             resid_usual,
             resid_n,
             first_scored,
+            range,
+            half_range,
+            settled,
         };
         let mut det = Detector::from_state(cfg, st);
         det.gate = gate;

@@ -99,8 +99,10 @@ pub struct Config {
     /// scores 0.5 (this check is not compared with past peaks: a run only grows).
     pub flat_half: f64,
     /// Two-stage only: blocks after the second stage's warm-up during which it
-    /// learns (its views' past peaks too) but its scores do not count yet, so its
-    /// first scores are not measured against peaks that have seen almost nothing.
+    /// learns (its views' past peaks too, in full: no `incident_cap`) but its scores
+    /// do not count yet, so its first scores are not measured against peaks that
+    /// have seen almost nothing. Its scores then count from its first block below
+    /// `alarm` (an incident that began while it settled is not reported).
     pub settle: usize,
     /// Two-stage only: the factor by which the second stage's views' past peaks
     /// decay per block (`peak_decay` is per point, and applies to the first stage and
@@ -108,6 +110,11 @@ pub struct Config {
     /// power: a half-life of about 870 blocks (13,900 points at `block = 16`), where
     /// `peak_decay` per block would make it 3,500 blocks (55,000 points).
     pub block_peak_decay: f64,
+    /// Two-stage only (0 turns it off): the range view. A block whose largest (or
+    /// smallest) value lies beyond the largest (smallest) value of every earlier block
+    /// by this share of the series' whole range so far scores 0.5 (a share of
+    /// `range_half` × 1.15 scores `alarm`).
+    pub range_half: f64,
 }
 
 impl Default for Config {
@@ -147,6 +154,7 @@ impl Default for Config {
             flat_half: 1.5,
             settle: 12,
             block_peak_decay: 0.9992,
+            range_half: 0.05,
         }
     }
 }
@@ -209,6 +217,7 @@ impl Config {
             "flat_half" => self.flat_half = num(key, value)?,
             "settle" => self.settle = num(key, value)?,
             "block_peak_decay" => self.block_peak_decay = num(key, value)?,
+            "range_half" => self.range_half = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -252,6 +261,9 @@ impl Config {
             if !(v.is_finite() && v > 0.0) {
                 return Err(format!("anomaly settings: {name} must be > 0"));
             }
+        }
+        if !(self.range_half.is_finite() && self.range_half >= 0.0) {
+            return bad("range_half must be >= 0");
         }
         if !(self.peak_floor.is_finite() && self.peak_floor > 0.0) {
             return bad("peak_floor must be > 0");

@@ -16,7 +16,10 @@
 //!   `Config::season`), against the usual residual (broken rhythm at a usual level);
 //! - **local**: distance of the value from the median of the last `Config::local`
 //!   points, in their robust spreads (a spike while the long window still holds an
-//!   earlier regime); reported as part of the point view.
+//!   earlier regime); reported as part of the point view;
+//! - **range** (the second stage of a two-stage detector only): how far a block goes
+//!   beyond the largest or smallest value of every block before it, in that whole
+//!   range (a record is news however the views' peaks stand); reported as a spike.
 //!
 //! Each view's surprise is divided by that view's own decaying peak of past surprises,
 //! the largest ratio gives the score, and an alarm damps the scores that follow.
@@ -24,7 +27,8 @@
 //! deviation cost O(log n) per point.
 //!
 //! Points are accepted in strictly increasing time. A point at or before the last
-//! accepted time (late, repeated or out of order) and a non-finite value are ignored:
+//! accepted time (late, repeated or out of order) and a non-finite value, or one beyond
+//! ±[`LARGEST`] (whose differences would overflow), are ignored:
 //! `update` returns `None`, counts them in [`Detector::ignored`] and leaves the state as
 //! it was, so a burst of replayed or delayed points cannot corrupt what was learnt.
 //! (A two-stage detector also ignores a point at `i64::MIN` seconds, its first
@@ -197,6 +201,27 @@ pub(crate) struct State {
     pub(crate) resid_n: u32,
     /// Time of the first scored point (the end of the warm-up).
     pub(crate) first_scored: Option<i64>,
+    /// Two-stage only: the largest and smallest value of every block seen so far
+    /// (`None` before the first block): the series' whole range, for the range view.
+    pub(crate) range: Option<(f64, f64)>,
+    /// Two-stage only: the usual half-range of a block (`(hi − lo) / 2`, averaged over
+    /// about 64 blocks): a record by less is the block's own noise, not news.
+    pub(crate) half_range: f64,
+    /// Two-stage only: whether the second stage's scores count (it has settled:
+    /// `Config::settle` blocks after its warm-up, and then a block below the alarm).
+    pub(crate) settled: bool,
+}
+
+/// The largest magnitude of a value the detector takes; beyond it a value is ignored,
+/// as a non-finite one is: the differences and sums of values near `f64::MAX`
+/// overflow, and an infinite deviation made the first stage's clipping panic.
+pub const LARGEST: f64 = 1e300;
+
+/// Whether the detector takes the value `x`: finite and within ±[`LARGEST`] (one
+/// comparison, as `is_finite`'s; NaN compares false).
+#[inline]
+fn usable(x: f64) -> bool {
+    x.abs() <= LARGEST
 }
 
 /// `Gate::last_ts` of a first stage that has accepted no point yet. A point at this
@@ -205,7 +230,7 @@ pub(crate) const NO_TS: i64 = i64::MIN;
 
 /// The first stage of a two-stage detector ([`Config::block`] of 2 or more): a few
 /// words read and written by every point, where the full detector (the second stage)
-/// runs once per block. Saved and restored by [`crate::codec`] (version 6).
+/// runs once per block. Saved and restored by [`crate::codec`] (versions 5 to 7).
 ///
 /// `repr(C)`: what every point reads and writes comes first (112 bytes: with the
 /// settings pointer just before it, [`Detector`] being `repr(C)` too, 120 bytes, two
@@ -346,6 +371,9 @@ impl Detector {
             resid_usual: 0.0,
             resid_n: 0,
             first_scored: None,
+            range: None,
+            half_range: 0.0,
+            settled: false,
         };
         Detector::from_state(cfg, st)
     }
@@ -480,7 +508,7 @@ impl Detector {
     fn update_two(&mut self, ts: i64, x: f64, explain: bool) -> Option<f64> {
         let g = &mut self.gate;
         // `ts <= NO_TS` only for `ts == NO_TS`, which is ignored (see `NO_TS`)
-        if !x.is_finite() || ts <= g.last_ts {
+        if !usable(x) || ts <= g.last_ts {
             g.ignored += 1;
             return None;
         }
@@ -593,10 +621,16 @@ impl Detector {
             g.sum = 0.0;
             g.count = 0;
             // The second stage settles (learns, its peaks too) for `settle` blocks
-            // after its warm-up before its scores count.
-            let settled = self.st.seen >= (cfg.warmup + cfg.settle) as u64;
-            self.update_full(ts, mean, Some(extremes))
-                .filter(|_| settled)
+            // after its warm-up, and then until a block of it scores below the
+            // alarm (an incident that began while it settled is not news), before
+            // its scores count.
+            let due = self.st.seen >= (cfg.warmup + cfg.settle) as u64;
+            let alarm = cfg.alarm;
+            let s = self.update_full(ts, mean, Some(extremes));
+            if !self.st.settled && due && s.is_some_and(|s| s < alarm) {
+                self.st.settled = true;
+            }
+            s.filter(|_| self.st.settled)
         } else {
             None
         };
@@ -648,7 +682,7 @@ impl Detector {
     /// what its point and local views measure, so a spike inside a block is not
     /// averaged away; everything else sees and learns `value`.
     fn update_full(&mut self, ts: i64, value: f64, extremes: Option<(f64, f64)>) -> Option<f64> {
-        if !value.is_finite() || self.st.last_ts.is_some_and(|last| ts <= last) {
+        if !usable(value) || self.st.last_ts.is_some_and(|last| ts <= last) {
             self.st.ignored += 1;
             return None;
         }
@@ -663,6 +697,21 @@ impl Detector {
                 None
             }
         };
+        let score = match (score, extremes) {
+            (Some(s), Some(ext)) => Some(s.max(self.range_score(ext))),
+            (s, _) => s,
+        };
+        if let Some((hi, lo)) = extremes {
+            // (halved before the subtraction: finite for any finite values)
+            let half = hi / 2.0 - lo / 2.0;
+            (self.st.range, self.st.half_range) = match self.st.range {
+                Some((top, bottom)) => (
+                    Some((top.max(hi), bottom.min(lo))),
+                    self.st.half_range + (half - self.st.half_range) / 64.0,
+                ),
+                None => (Some((hi, lo)), half),
+            };
+        }
         self.learn(value, dt, stats);
         self.learn_season(ts, value);
         if self.st.last_ts.is_none() {
@@ -681,6 +730,30 @@ impl Detector {
             }
         }
         score
+    }
+
+    /// The range view's score of a block whose largest and smallest values are
+    /// `(hi, lo)`: how far the block goes beyond the largest or smallest value of
+    /// every block before it, in that whole range, `Config::range_half` of it
+    /// scoring 0.5; nothing when it goes beyond by no more than a block's usual
+    /// half-range (a noisy series' range grows by its noise for a long time). Not
+    /// compared with its own past: a record is news however often the series broke
+    /// one before.
+    fn range_score(&mut self, (hi, lo): (f64, f64)) -> f64 {
+        let Some((top, bottom)) = self.st.range else {
+            return 0.0;
+        };
+        let beyond = (hi - top).max(bottom - lo);
+        if self.cfg.range_half <= 0.0 || top <= bottom || beyond <= self.st.half_range {
+            return 0.0;
+        }
+        let beyond = beyond / (top - bottom);
+        let z = beyond / self.cfg.range_half;
+        if let Some(zs) = self.zs.as_mut() {
+            // explained as a spike: it is the point view's kind of news
+            zs[0] = zs[0].max(z);
+        }
+        half_one(z)
     }
 
     /// The k-th newest value in the long window (0 = newest).
@@ -859,8 +932,12 @@ impl Detector {
                 // Inside an incident (an alarm or its suppression) a view's peak grows
                 // by at most `incident_cap` times itself, so one incident does not
                 // mask the next for thousands of points.
-                let incident = self.st.since_alarm < self.suppress_len()
-                    || 1.0 - (-r * r * std::f64::consts::LN_2).exp() >= cfg.alarm;
+                // A second stage still settling learns its peaks in full: what it
+                // meets then is the series' ordinary life, not an incident.
+                let settling = cfg.two_stage() && self.st.seen < (cfg.warmup + cfg.settle) as u64;
+                let incident = !settling
+                    && (self.st.since_alarm < self.suppress_len()
+                        || 1.0 - (-r * r * std::f64::consts::LN_2).exp() >= cfg.alarm);
                 for (z, peak) in zs.iter().zip(self.st.peak.iter_mut()) {
                     let z = if incident && cfg.incident_cap > 0.0 {
                         z.min(cfg.incident_cap * peak.max(cfg.peak_floor))
@@ -885,7 +962,9 @@ impl Detector {
                 .max(v.season)
         };
         self.zs = Some(zs);
-        let out = if self.st.since_alarm < self.suppress_len() {
+        // A second stage's scores are damped by the first stage's suppression, which
+        // its own alarms start and prolong: it gives them undamped.
+        let out = if self.st.since_alarm < self.suppress_len() && !cfg.two_stage() {
             raw * cfg.damp
         } else {
             raw

@@ -22,4 +22,4 @@ pub mod state_file;
 
 pub use codec::DecodeError;
 pub use config::Config;
-pub use detector::{Detector, Views};
+pub use detector::{Detector, Views, LARGEST};

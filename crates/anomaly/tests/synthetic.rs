@@ -251,3 +251,49 @@ fn two_stage_sees_broken_seasonality() {
     });
     check_with(two_stage(), "rhythm change", &faster, 32);
 }
+
+/// The range view on its own (every other view blinded): a block that breaks the
+/// series' record (its largest value ever) by a quarter of its range alarms at the
+/// block's end; the clean part, a daily cycle with noise and with larger spikes
+/// early on, never does; with `range_half = 0` nothing alarms.
+#[test]
+fn two_stage_range_view_sees_a_record() {
+    let s = series(|i, n| {
+        let sd = if i < 500 { 0.3 } else { 1.0 };
+        let spike = if i < 500 && i % 150 == 75 { 20.0 } else { 0.0 };
+        // day 25's peak (phase 24 of 96) goes 30 above its usual top
+        let record = if i == AT + 24 { 30.0 } else { 0.0 };
+        100.0
+            + 10.0 * (i as f64 * std::f64::consts::TAU / 96.0).sin()
+            + sd * n.next()
+            + spike
+            + record
+    });
+    let mut blind = two_stage();
+    for (k, v) in [
+        ("gate_half", "1e9"),
+        ("point_half", "1e9"),
+        ("local_half", "1e9"),
+        ("level_half", "1e9"),
+        ("spread_half", "1e9"),
+        ("season_half", "1e9"),
+        ("pattern_weight", "0"),
+    ] {
+        blind.set(k, v).expect(k);
+    }
+    let alarms = |cfg: Config| -> Vec<usize> {
+        let alarm = cfg.alarm;
+        let mut det = Detector::new(cfg);
+        s.iter()
+            .enumerate()
+            .filter(|&(_, &(ts, v))| det.update(ts, v).is_some_and(|x| x >= alarm))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let got = alarms(blind.clone());
+    // the block holding AT + 24 ends at AT + 31 (blocks of 16 from the first point)
+    assert_eq!(got, vec![AT + 31], "range view alarms");
+    let mut off = blind;
+    off.set("range_half", "0").expect("range_half");
+    assert_eq!(alarms(off), Vec::<usize>::new(), "without the range view");
+}

@@ -131,13 +131,13 @@ pub(crate) fn run(nab: &Path, name: &str, cfg: &Config) -> Result<Run, String> {
             if let Some(dir) = std::env::var_os("SUMI_NAB_VIEWS") {
                 // Diagnostics: every view's score per row, beside the results.
                 let mut det = Detector::new(cfg.clone());
-                let mut csv = String::from("score,point,level,spread,pattern,gap\n");
+                let mut csv = String::from("score,point,level,spread,pattern,gap,season\n");
                 for (i, &v) in values.iter().enumerate() {
                     let s = det.update(i as i64 * 300, v).unwrap_or(0.0);
                     let w = det.views();
                     csv.push_str(&format!(
-                        "{s:.4},{:.4},{:.4},{:.4},{:.4},{:.4}\n",
-                        w.point, w.level, w.spread, w.pattern, w.gap
+                        "{s:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4}\n",
+                        w.point, w.level, w.spread, w.pattern, w.gap, w.season
                     ));
                 }
                 let path = Path::new(&dir).join(format!("{cat_name}_{fname}"));
