@@ -351,6 +351,10 @@ impl Detector {
             resid_usual,
             resid_n,
             first_scored,
+            // rebuilt by `from_state`
+            zs: None,
+            sorted: Vec::new(),
+            local_sorted: Vec::new(),
         };
         let mut det = Detector::from_state(cfg, st);
         det.gate = gate;

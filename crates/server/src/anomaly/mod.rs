@@ -23,6 +23,7 @@
 //!   last one it took (no score, state untouched); the store still stores it.
 
 pub(crate) mod rules;
+mod slab;
 pub(crate) mod webhook;
 
 use std::collections::{HashMap, VecDeque};
@@ -42,6 +43,7 @@ use sumi_store::Store;
 use tracing::{info, warn};
 
 use rules::Rules;
+use slab::WatchedBox;
 use webhook::{Notifier, WebhookOptions};
 
 /// Shards of the series map (a power of two).
@@ -185,7 +187,7 @@ enum Slot {
     Unseen,
     /// No rule watches it (remembered, so rules are matched once per series).
     Unwatched,
-    Watched(Box<Watched>),
+    Watched(WatchedBox),
 }
 
 ///
@@ -211,7 +213,8 @@ struct Watched {
     /// detector to [`Engine::detached`] under this name, where today's name finds it).
     name: Box<str>,
     rule: usize,
-    tracker: Tracker,
+    /// Boxed (read only around an event), so that the struct is four cache lines.
+    tracker: Box<Tracker>,
 }
 
 /// Open events by series, and the most recent closed ones.
@@ -256,7 +259,7 @@ pub(crate) struct Engine {
     /// hold (yet), and those whose id's name a delete or a rename changed. A series
     /// seen for the first time looks here first, so detectors follow names as they did
     /// when they were kept by name.
-    detached: Mutex<HashMap<Box<str>, Box<Watched>>>,
+    detached: Mutex<HashMap<Box<str>, WatchedBox>>,
     /// The store's [`Store::name_changes`] when the slots' names were last checked.
     name_changes: AtomicU64,
     book: Mutex<Book>,
@@ -328,7 +331,7 @@ impl Engine {
 
     /// Puts a watched series at its id, or among the detached ones when the store
     /// does not hold its name.
-    fn place(&self, w: Box<Watched>) {
+    fn place(&self, w: WatchedBox) {
         match self.store.series_id(&w.name) {
             Some(id) => {
                 let (shard, i) = self.shard_of(id);
@@ -387,11 +390,11 @@ impl Engine {
             None => Slot::Unwatched,
             Some(rule) => {
                 self.stats.series_watched.fetch_add(1, Ordering::Relaxed);
-                Slot::Watched(Box::new(Watched {
+                Slot::Watched(WatchedBox::new(Watched {
                     name: name.into(),
                     rule,
                     det: Detector::new(self.rules.0[rule].config.clone()),
-                    tracker: Tracker::default(),
+                    tracker: Box::default(),
                     open: false,
                     needs_history: !self.fresh_store,
                     last_arrival: now,
@@ -439,12 +442,12 @@ impl Engine {
                                     .open
                                     .insert(s.name.clone(), e.clone());
                             }
-                            self.place(Box::new(Watched {
+                            self.place(WatchedBox::new(Watched {
                                 name: s.name.into_boxed_str(),
                                 rule,
                                 det,
                                 open: s.tracker.open.is_some(),
-                                tracker: s.tracker,
+                                tracker: Box::new(s.tracker),
                                 needs_history: true,
                                 last_arrival: SystemClock.now(),
                             }));
@@ -637,6 +640,7 @@ impl Engine {
                 let Slot::Watched(w) = &mut sh.slots[id as usize / SHARDS] else {
                     continue;
                 };
+                let w: &mut Watched = w;
                 if w.open {
                     w.last_arrival = now;
                 }
@@ -927,6 +931,9 @@ mod tests {
             Watched::FIRST_BYTES
         );
         assert_eq!(std::mem::align_of::<Watched>(), 64);
+        // four lines a series in the huge pages (`slab`): the detector's second stage
+        // and the event tracker are boxed elsewhere
+        assert_eq!(std::mem::size_of::<Watched>(), 256);
         let mut cfg = Config::default();
         cfg.set("block", "0").expect("block");
         let single = Detector::new(cfg);
