@@ -213,8 +213,10 @@ struct Watched {
     /// detector to [`Engine::detached`] under this name, where today's name finds it).
     name: Box<str>,
     rule: usize,
-    /// Boxed (read only around an event), so that the struct is four cache lines.
-    tracker: Box<Tracker>,
+    /// The event tracker, boxed (read only around an event, so that the struct is
+    /// four cache lines) and made at the series' first alarm (`None`: a tracker with
+    /// nothing open, as most series' stay: no allocation for them).
+    tracker: Option<Box<Tracker>>,
 }
 
 /// Open events by series, and the most recent closed ones.
@@ -394,7 +396,7 @@ impl Engine {
                     name: name.into(),
                     rule,
                     det: Detector::new(self.rules.0[rule].config.clone()),
-                    tracker: Box::default(),
+                    tracker: None,
                     open: false,
                     needs_history: !self.fresh_store,
                     last_arrival: now,
@@ -447,7 +449,8 @@ impl Engine {
                                 rule,
                                 det,
                                 open: s.tracker.open.is_some(),
-                                tracker: Box::new(s.tracker),
+                                tracker: (s.tracker != Tracker::default())
+                                    .then(|| Box::new(s.tracker)),
                                 needs_history: true,
                                 last_arrival: SystemClock.now(),
                             }));
@@ -499,7 +502,9 @@ impl Engine {
             let mut record = Vec::new();
             let mut put = |w: &Watched| -> std::io::Result<()> {
                 record.clear();
-                state::encode_record(&mut record, &w.name, &w.tracker, &w.det.save());
+                let none = Tracker::default();
+                let tracker = w.tracker.as_deref().unwrap_or(&none);
+                state::encode_record(&mut record, &w.name, tracker, &w.det.save());
                 out.write_all(&record)?;
                 bytes += record.len() as u64;
                 series += 1;
@@ -670,12 +675,14 @@ impl Engine {
                     continue;
                 }
                 let views = w.det.views();
-                let change = w.tracker.observe(name, p.ts, score, &views, alarm);
+                let tracker = w.tracker.get_or_insert_with(Box::default);
+                let change = tracker.observe(name, p.ts, score, &views, alarm);
+                let open = tracker.open.is_some();
                 if !w.open {
                     // an event opened with this point
                     w.last_arrival = now;
                 }
-                w.open = w.tracker.open.is_some();
+                w.open = open;
                 if change != Change::None {
                     changes.push(change);
                 }
@@ -772,8 +779,9 @@ impl Engine {
             let e = self
                 .with_watched(&name, |w| {
                     if now.saturating_sub(w.last_arrival) >= quiet.as_secs() as i64 {
-                        let e = w.tracker.close_now();
-                        w.open = w.tracker.open.is_some();
+                        let tracker = w.tracker.as_mut()?;
+                        let e = tracker.close_now();
+                        w.open = tracker.open.is_some();
                         e
                     } else {
                         None

@@ -154,7 +154,7 @@ mod tests {
             last_arrival: 0,
             name: name.into(),
             rule: 0,
-            tracker: Box::default(),
+            tracker: None,
         }
     }
 
