@@ -557,16 +557,17 @@ impl Engine {
     fn score(&self, batch: &Batch, ids: &[u32], placed_at: i64) -> Scored {
         self.check_names();
         let now = SystemClock.now();
-        let points: Vec<(&str, Point, u32)> = batch
-            .iter()
-            .zip(ids)
-            .filter(|&((name, p), &id)| {
-                id != u32::MAX
-                    && !name.starts_with(SCORE_PREFIX)
-                    && p.ts <= placed_at + self.max_future_secs
-            })
-            .map(|((name, p), &id)| (name, p, id))
-            .collect();
+        // (sized for the whole batch at once: collecting the filtered iterator grew
+        // the vector by doubling, about 5 % of detection's extra CPU on `sumi bench`)
+        let mut points: Vec<(&str, Point, u32)> = Vec::with_capacity(batch.len());
+        for ((name, p), &id) in batch.iter().zip(ids) {
+            if id != u32::MAX
+                && !name.starts_with(SCORE_PREFIX)
+                && p.ts <= placed_at + self.max_future_secs
+            {
+                points.push((name, p, id));
+            }
+        }
         // The points grouped by shard, in batch order within each (a series' points
         // keep their order, and which series comes first does not change its scores):
         // each shard is locked once a batch.
