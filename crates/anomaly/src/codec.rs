@@ -402,6 +402,10 @@ impl Detector {
             range,
             half_range,
             settled,
+            // rebuilt by `from_state`
+            zs: None,
+            sorted: Vec::new(),
+            local_sorted: Vec::new(),
         };
         let mut det = Detector::from_state(cfg, st);
         det.gate = gate;

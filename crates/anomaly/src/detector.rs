@@ -85,6 +85,17 @@ fn spread_z(r: f64, half: f64) -> f64 {
     }
 }
 
+/// At least what [`spread_z`] computes, without a logarithm: `ln r ≤ r − 1` and
+/// `ln half ≥ 2 (half − 1) / (half + 1)` (`half` > 1), with a margin far above the
+/// rounding of the logarithms and the division (a few ulps).
+fn spread_z_at_most(r: f64, half: f64) -> f64 {
+    if r > 1.0 {
+        (r - 1.0) * (half + 1.0) / (2.0 * (half - 1.0)) * (1.0 + 1e-6)
+    } else {
+        0.0
+    }
+}
+
 impl Views {
     /// The view scores of the surprises `zs` (point, level, spread, pattern, gap,
     /// season, local; the point view reports the larger of the point and local ones).
@@ -153,7 +164,9 @@ impl Bins {
     }
 }
 
-/// Everything the detector learnt; saved and restored by [`crate::codec`].
+/// Everything the detector learnt; saved and restored by [`crate::codec`], but for its
+/// last three fields (rebuilt or reset on restore). Kept behind one `Box` in
+/// [`Detector`], out of the lines every point of a two-stage detector reads.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct State {
     pub(crate) last_ts: Option<i64>,
@@ -210,6 +223,17 @@ pub(crate) struct State {
     /// Two-stage only: whether the second stage's scores count (it has settled:
     /// `Config::settle` blocks after its warm-up, and then a block below the alarm).
     pub(crate) settled: bool,
+    /// The views' surprises behind the last score (`None`: no score); [`Detector::views`]
+    /// turns them into view scores only when asked, which is rarely on the ingest path.
+    /// Not saved.
+    pub(crate) zs: Option<[f64; VIEWS]>,
+    /// The long window's values in ascending order (`f64::total_cmp`), kept beside the
+    /// ring so the median and the median absolute deviation cost O(log n) per point.
+    /// Not saved: rebuilt from the ring on restore ([`Detector::from_state`]).
+    pub(crate) sorted: Vec<f64>,
+    /// The last `Config::local` values in ascending order, for the local view; not
+    /// saved: rebuilt from the ring on restore.
+    pub(crate) local_sorted: Vec<f64>,
 }
 
 /// The largest magnitude of a value the detector takes; beyond it a value is ignored,
@@ -326,17 +350,11 @@ pub struct Detector {
     cfg: std::sync::Arc<Config>,
     /// The first stage (two-stage configurations only; default otherwise).
     pub(crate) gate: Gate,
-    pub(crate) st: State,
-    /// The views' surprises behind the last score (`None`: no score); [`Detector::views`]
-    /// turns them into view scores only when asked, which is rarely on the ingest path.
-    zs: Option<[f64; VIEWS]>,
-    /// The long window's values in ascending order (`f64::total_cmp`), kept beside the
-    /// ring so the median and the median absolute deviation cost O(log n) per point.
-    /// Not saved: rebuilt from the ring on restore.
-    sorted: Vec<f64>,
-    /// The last `Config::local` values in ascending order, for the local view; not
-    /// saved: rebuilt from the ring on restore.
-    local_sorted: Vec<f64>,
+    /// The full detector's state (the second stage's), boxed: a two-stage detector
+    /// reads it once a block, so the detector itself is its settings and first stage
+    /// (192 bytes), which a caller with many series keeps side by side (the server's
+    /// huge pages).
+    pub(crate) st: Box<State>,
 }
 
 impl Detector {
@@ -374,11 +392,14 @@ impl Detector {
             range: None,
             half_range: 0.0,
             settled: false,
+            zs: None,
+            sorted: Vec::new(),
+            local_sorted: Vec::new(),
         };
         Detector::from_state(cfg, st)
     }
 
-    pub(crate) fn from_state(cfg: std::sync::Arc<Config>, st: State) -> Detector {
+    pub(crate) fn from_state(cfg: std::sync::Arc<Config>, mut st: State) -> Detector {
         let mut sorted = st.ring.clone();
         sorted.sort_unstable_by(f64::total_cmp);
         let n = st.ring.len();
@@ -386,12 +407,12 @@ impl Detector {
             .map(|k| st.ring[(st.head + n - 1 - k) % n])
             .collect();
         local_sorted.sort_unstable_by(f64::total_cmp);
+        st.zs = None;
+        st.sorted = sorted;
+        st.local_sorted = local_sorted;
         Detector {
-            local_sorted,
-            sorted,
             cfg,
-            st,
-            zs: None,
+            st: Box::new(st),
             gate: Gate::default(),
         }
     }
@@ -430,6 +451,7 @@ impl Detector {
     /// The per-view scores behind the last score.
     pub fn views(&self) -> Views {
         let mut v = self
+            .st
             .zs
             .map_or_else(Views::default, |zs| Views::from_surprises(&zs));
         if self.cfg.two_stage() {
@@ -445,11 +467,12 @@ impl Detector {
     /// Bytes the detector's state takes in memory (its saved form is about the same).
     pub fn state_bytes(&self) -> usize {
         std::mem::size_of::<Detector>()
+            + std::mem::size_of::<State>()
             + self.cfg.window * 8
             + self.cfg.context
             + self.st.table.len()
-            + self.sorted.capacity() * 8
-            + self.local_sorted.capacity() * 8
+            + self.st.sorted.capacity() * 8
+            + self.st.local_sorted.capacity() * 8
             + self.cfg.season_bins() * std::mem::size_of::<(f64, u8)>()
     }
 
@@ -528,11 +551,11 @@ impl Detector {
         // two quotients divided once is the larger of the two divided apart (a
         // division by a positive number keeps the order, after rounding too), so
         // each is divided on its own only for an explanation.
-        let (q_point, q_jump, z_spread) = if g.seen >= 8 {
+        let (q_point, q_jump, r_spread) = if g.seen >= 8 {
             (
                 (x - g.level).abs() / g.dev.max(floor),
                 d / g.jump.max(floor),
-                spread_z((fast + floor) / (g.jump + floor), cfg.spread_half),
+                (fast + floor) / (g.jump + floor),
             )
         } else {
             (0.0, 0.0, 0.0)
@@ -552,7 +575,15 @@ impl Detector {
         };
         // A flatline's surprise grows point by point, so its own past peak would keep
         // up with it: it is scored as it is, not against the peak.
-        let z = z_point_jump.max(z_gap).max(z_spread);
+        // The spread check's two logarithms only where its surprise could be the
+        // largest (about half the points of a random walk have a ratio above 1):
+        // below the other checks' it leaves `z` as it is.
+        let z_other = z_point_jump.max(z_gap);
+        let z = if spread_z_at_most(r_spread, cfg.spread_half) <= z_other {
+            z_other
+        } else {
+            z_other.max(spread_z(r_spread, cfg.spread_half))
+        };
         let first = if g.seen >= cfg.warmup as u64 {
             let peak = g.peak.max(cfg.peak_floor);
             let r = z / peak;
@@ -646,7 +677,7 @@ impl Detector {
                 z_gap,
                 z_flat,
                 q_jump / cfg.gate_half,
-                z_spread,
+                spread_z(r_spread, cfg.spread_half),
             ]
         };
         let Some(raw) = raw else {
@@ -693,7 +724,7 @@ impl Detector {
                 Some(self.score(ts, value, extremes, dt, med, spread))
             }
             _ => {
-                self.zs = None;
+                self.st.zs = None;
                 None
             }
         };
@@ -749,7 +780,7 @@ impl Detector {
         }
         let beyond = beyond / (top - bottom);
         let z = beyond / self.cfg.range_half;
-        if let Some(zs) = self.zs.as_mut() {
+        if let Some(zs) = self.st.zs.as_mut() {
             // explained as a spike: it is the point view's kind of news
             zs[0] = zs[0].max(z);
         }
@@ -768,7 +799,7 @@ impl Detector {
     /// the middle element, the median absolute deviation the middle element of two sorted
     /// runs (distances to the right and to the left of the median), found by bisection.
     fn level_and_spread(&mut self) -> (f64, f64) {
-        let v = &self.sorted;
+        let v = &self.st.sorted;
         let n = v.len();
         let mid = n / 2;
         let med = v[mid];
@@ -898,7 +929,7 @@ impl Detector {
             None => x,
         };
         let x_point = furthest(med);
-        let x_local = match self.local_sorted.get(self.local_sorted.len() / 2) {
+        let x_local = match self.st.local_sorted.get(self.st.local_sorted.len() / 2) {
             Some(&m) => furthest(m),
             None => x,
         };
@@ -961,7 +992,7 @@ impl Detector {
                 .max(v.gap)
                 .max(v.season)
         };
-        self.zs = Some(zs);
+        self.st.zs = Some(zs);
         // A second stage's scores are damped by the first stage's suppression, which
         // its own alarms start and prolong: it gives them undamped.
         let out = if self.st.since_alarm < self.suppress_len() && !cfg.two_stage() {
@@ -976,7 +1007,7 @@ impl Detector {
     /// their robust spreads (floored at a tenth of the long window's spread, so a short
     /// run of equal values does not make every later move a spike).
     fn local_z(&self, x: f64, spread: f64, eps: f64) -> f64 {
-        let v = &self.local_sorted;
+        let v = &self.st.local_sorted;
         if self.cfg.local == 0 || v.len() < self.cfg.local / 2 {
             return 0.0;
         }
@@ -1053,18 +1084,18 @@ impl Detector {
                 };
         }
         if self.cfg.local > 0 {
-            if self.local_sorted.len() >= self.cfg.local {
+            if self.st.local_sorted.len() >= self.cfg.local {
                 let old = self.back(self.cfg.local - 1);
-                replace_sorted(&mut self.local_sorted, old, x);
+                replace_sorted(&mut self.st.local_sorted, old, x);
             } else {
-                insert_sorted(&mut self.local_sorted, x);
+                insert_sorted(&mut self.st.local_sorted, x);
             }
         }
         if self.st.ring.len() == self.cfg.window {
             let old = self.st.ring[self.st.head];
-            replace_sorted(&mut self.sorted, old, x);
+            replace_sorted(&mut self.st.sorted, old, x);
         } else {
-            insert_sorted(&mut self.sorted, x);
+            insert_sorted(&mut self.st.sorted, x);
         }
         if self.st.ring.len() < self.cfg.window {
             self.st.ring.push(x);
@@ -1139,7 +1170,10 @@ fn kth_abs_dev(v: &[f64], mid: usize, k: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{half_one, half_one_or_below, insert_sorted, kth_abs_dev, replace_sorted};
+    use super::{
+        half_one, half_one_or_below, insert_sorted, kth_abs_dev, replace_sorted, spread_z,
+        spread_z_at_most,
+    };
 
     /// Skipping the `exp` where the score is clearly below the bar changes nothing
     /// at or above it, and gives something below it where it was below: checked on a
@@ -1160,6 +1194,22 @@ mod tests {
             }
         }
         assert!(skipped > 100_000, "{skipped}");
+    }
+
+    /// `spread_z_at_most` is at least `spread_z` (so a point whose other checks reach
+    /// it may skip the logarithms): on a fine grid of ratios near 1, where the bound
+    /// is tightest, and far above it, for the default `spread_half` and others.
+    #[test]
+    fn spread_z_at_most_bounds_spread_z() {
+        for half in [1.0 + 1e-9, 1.5, 4.0, 10.0, 1e6] {
+            let near = (0..200_000).map(|i| 1.0 + i as f64 * 1e-17 * 1.0001f64.powi(i));
+            let far = (0..10_000).map(|i| 1.0 + i as f64 * 0.01);
+            for r in near.chain(far).chain([f64::MAX, f64::INFINITY, 0.5, 0.0]) {
+                let (z, at_most) = (spread_z(r, half), spread_z_at_most(r, half));
+                assert!(z <= at_most, "ratio {r} half {half}: {z} above {at_most}");
+            }
+        }
+        assert!(spread_z_at_most(f64::NAN, 4.0) == 0.0 && spread_z(f64::NAN, 4.0) == 0.0);
     }
 
     /// Replacing in place leaves what removing and inserting leaves, ties included.
