@@ -83,20 +83,7 @@ aggregationMethod = last
 fn rrd_import_into_a_cluster_renders_what_rrdtool_fetches() {
     require_kafka();
     let t_start = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("sumi-kafka-importrrd")
-        .tempdir()
-        .unwrap();
-    let schemas = dir.path().join("storage-schemas.conf");
-    let aggregation = dir.path().join("storage-aggregation.conf");
-    std::fs::write(&schemas, SCHEMAS).unwrap();
-    std::fs::write(&aggregation, AGGREGATION).unwrap();
-    let serve_args = format!(
-        "--no-selfmon --storage-schemas {} --storage-aggregation {}",
-        schemas.display(),
-        aggregation.display()
-    );
-    let cluster = Cluster::up_in(dir, &serve_args, &[]);
+    let cluster = Cluster::up_with_rules("sumi-kafka-importrrd", SCHEMAS, AGGREGATION);
     eprintln!("cluster up in {:.1}s", t_start.elapsed().as_secs_f64());
     let rrd_dir = cluster.dir.path().join("rrd");
     let gen = rrd_ref::generate(&rrd_dir);

@@ -81,13 +81,6 @@ fn whisper_import_into_a_cluster_answers_like_graphite_web() {
     let t_start = Instant::now();
     // the cluster first: the generator's T0 is "now" for the import's placement, and
     // its ranges keep 5 minutes from every retention's edge
-    let dir = tempfile::Builder::new()
-        .prefix("sumi-kafka-importwsp")
-        .tempdir()
-        .unwrap();
-    let schemas = dir.path().join("storage-schemas.conf");
-    let aggregation = dir.path().join("storage-aggregation.conf");
-    std::fs::write(&schemas, SCHEMAS).unwrap();
     let rules: String = AGGREGATION
         .iter()
         .enumerate()
@@ -95,15 +88,9 @@ fn whisper_import_into_a_cluster_answers_like_graphite_web() {
             format!("[r{i}]\npattern = ^{pattern}$\nxFilesFactor = {xff}\naggregationMethod = {method}\n\n")
         })
         .collect();
-    std::fs::write(&aggregation, rules).unwrap();
-    let serve_args = format!(
-        "--no-selfmon --storage-schemas {} --storage-aggregation {}",
-        schemas.display(),
-        aggregation.display()
-    );
-    let work = dir.path().join("graphite");
+    let cluster = Cluster::up_with_rules("sumi-kafka-importwsp", SCHEMAS, &rules);
+    let work = cluster.dir.path().join("graphite");
     std::fs::create_dir_all(&work).unwrap();
-    let cluster = Cluster::up_in(dir, &serve_args, &[]);
     eprintln!("cluster up in {:.1}s", t_start.elapsed().as_secs_f64());
     let r = reference(&work);
     assert!(r.queries.len() > 50, "{} questions", r.queries.len());

@@ -60,6 +60,25 @@ impl Cluster {
         Self::up_in(dir, &serve_args, vars)
     }
 
+    /// `cluster-up.sh` in a new scratch directory (`prefix`), with `--no-selfmon` and
+    /// carbon's rules as the texts `schemas` (`--storage-schemas`) and `aggregation`
+    /// (`--storage-aggregation`).
+    pub fn up_with_rules(prefix: &str, schemas: &str, aggregation: &str) -> Cluster {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+        let (s, a) = (
+            dir.path().join("storage-schemas.conf"),
+            dir.path().join("storage-aggregation.conf"),
+        );
+        std::fs::write(&s, schemas).unwrap();
+        std::fs::write(&a, aggregation).unwrap();
+        let serve_args = format!(
+            "--no-selfmon --storage-schemas {} --storage-aggregation {}",
+            s.display(),
+            a.display()
+        );
+        Self::up_in(dir, &serve_args, &[])
+    }
+
     /// `cluster-up.sh` in `dir` with `SUMI_SERVE_ARGS=serve_args`.
     pub fn up_in(dir: tempfile::TempDir, serve_args: &str, vars: &[(&str, String)]) -> Cluster {
         let mut c = Cluster {
