@@ -17,7 +17,7 @@ mod kafka;
 
 use std::time::{Duration, Instant};
 
-use kafka::{get, http_get, require_kafka, unix_now, Cluster};
+use kafka::{eventually, get, http_get, require_kafka, unix_now, Cluster};
 use serde_json::Value;
 
 fn post(addr: &str, path: &str, form: &[(&str, &str)]) -> Value {
@@ -89,18 +89,6 @@ fn stored(addr: &str, series: &str) -> std::collections::BTreeMap<i64, f64> {
     ))
     .remove(series)
     .unwrap_or_default()
-}
-
-/// Waits until `check` holds (it answers what it saw otherwise).
-fn eventually(what: &str, secs: u64, mut check: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        match check() {
-            Ok(()) => return,
-            Err(e) if Instant::now() > deadline => panic!("{what}: {e}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
 }
 
 #[test]

@@ -24,30 +24,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kafka::{http_get, require_kafka, send_carbon, unix_now, wait_produced, Cluster, Points};
+use kafka::{
+    eventually, http_get, post_form, require_kafka, send_carbon, unix_now, wait_produced, Cluster,
+    Points,
+};
 use serde_json::Value;
 
 const SERIES: usize = 24;
 
 /// One series' points: ts → value.
 type Series = BTreeMap<i64, f64>;
-
-/// POSTs a form; the status, the partial-answer header and the JSON answer.
-fn post(addr: &str, path: &str, form: &[(&str, &str)]) -> (u16, Option<String>, Value) {
-    let resp = ureq::post(&format!("http://{addr}{path}"))
-        .timeout(Duration::from_secs(60))
-        .send_form(form);
-    let r = match resp {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("POST {path} to {addr}: {e}"),
-    };
-    let status = r.status();
-    let partial = r.header("x-sumi-partial").map(str::to_string);
-    let body = r.into_string().unwrap();
-    let v = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
-    (status, partial, v)
-}
 
 /// What a node stores itself of `pattern` over the last two hours.
 fn local(addr: &str, pattern: &str) -> Points {
@@ -82,18 +68,6 @@ fn lines(t0: i64, from: i64, to: i64, want: &mut Points) -> String {
         }
     }
     text
-}
-
-/// Waits until `check` holds (it answers what it saw otherwise).
-fn eventually(what: &str, secs: u64, mut check: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        match check() {
-            Ok(()) => return,
-            Err(e) if Instant::now() > deadline => panic!("{what}: {e}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(250)),
-        }
-    }
 }
 
 #[test]
@@ -154,7 +128,7 @@ fn a_series_delete_reaches_every_replica_down_or_killed_ones_included() {
     });
 
     // a dry run on the ingest node lists the whole cluster's series, changes nothing
-    let (status, partial, dry) = post(
+    let (status, partial, dry) = post_form(
         &ingest,
         "/api/v1/series/delete",
         &[("target", "del.**"), ("dryRun", "1")],
@@ -169,7 +143,7 @@ fn a_series_delete_reaches_every_replica_down_or_killed_ones_included() {
     // while it may still be consuming the points sent before it (its delete waits for
     // them, and for their checkpoint)
     let t_delete = Instant::now();
-    let (status, partial, deleted) = post(
+    let (status, partial, deleted) = post_form(
         &node(&cluster, 1),
         "/api/v1/series/delete",
         &[("target", "del.**")],

@@ -17,9 +17,12 @@ mod common;
 mod kafka;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use kafka::{http_get, require_kafka, send_carbon, unix_now, wait_produced, Cluster, Points};
+use kafka::{
+    eventually, http_get, post_form, require_kafka, send_carbon, unix_now, wait_produced, Cluster,
+    Points,
+};
 use serde_json::Value;
 
 const SCHEMAS: &str = "[all]\npattern = .*\nretentions = 1m:6h,10m:7d\n";
@@ -28,34 +31,6 @@ const HOSTS: usize = 6;
 
 /// One series' points: ts → value.
 type Series = BTreeMap<i64, f64>;
-
-/// POSTs a form; the status and the JSON answer.
-fn post(addr: &str, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
-    let resp = ureq::post(&format!("http://{addr}{path}"))
-        .timeout(Duration::from_secs(120))
-        .send_form(form);
-    let r = match resp {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("POST {path} to {addr}: {e}"),
-    };
-    let status = r.status();
-    let body = r.into_string().unwrap();
-    let v = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
-    (status, v)
-}
-
-/// Waits until `check` holds (it answers what it saw otherwise).
-fn eventually(what: &str, secs: u64, mut check: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        match check() {
-            Ok(()) => return,
-            Err(e) if Instant::now() > deadline => panic!("{what}: {e}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(250)),
-        }
-    }
-}
 
 /// The points of `pattern` in `range` (from, until) a node answers (`local`: that it
 /// stores itself), read from the archive that reaches `range.0`.
@@ -187,7 +162,7 @@ fn rename_in_a_cluster(kill: bool) {
     });
 
     // a dry run lists, changes nothing
-    let (status, dry) = post(
+    let (status, _, dry) = post_form(
         &ingest,
         "/api/v1/series/rename",
         &[("from", "ren"), ("to", "moved"), ("dryRun", "1")],
@@ -198,7 +173,7 @@ fn rename_in_a_cluster(kill: bool) {
     assert_eq!(dry["series"][0]["from"], Value::from("ren.h0.cpu"), "{dry}");
     assert_eq!(dry["series"][0]["to"], Value::from("moved.h0.cpu"), "{dry}");
     // a new name taken anywhere in the cluster: refused, nothing changes
-    let (status, taken) = post(
+    let (status, _, taken) = post_form(
         &node(&cluster, 2),
         "/api/v1/series/rename",
         &[("from", "ren"), ("to", "taken")],
@@ -209,7 +184,7 @@ fn rename_in_a_cluster(kill: bool) {
         "{taken}"
     );
     // nothing at `from`
-    let (status, none) = post(
+    let (status, _, none) = post_form(
         &ingest,
         "/api/v1/series/rename",
         &[("from", "nothing.here"), ("to", "moved")],
@@ -223,7 +198,7 @@ fn rename_in_a_cluster(kill: bool) {
         cluster.node("kill", 3);
     }
     let t_rename = Instant::now();
-    let (status, done) = post(
+    let (status, _, done) = post_form(
         &node(&cluster, 1),
         "/api/v1/series/rename",
         &[("from", "ren"), ("to", "moved")],

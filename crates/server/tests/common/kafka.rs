@@ -211,6 +211,41 @@ pub fn get(addr: &str, path: &str) -> (u16, Option<String>, String) {
     )
 }
 
+/// `POST`s a form → (status, `X-Sumi-Partial`, JSON answer); panics only when there is
+/// no answer or it is not JSON.
+pub fn post_form(
+    addr: &str,
+    path: &str,
+    form: &[(&str, &str)],
+) -> (u16, Option<String>, serde_json::Value) {
+    let resp = ureq::post(&format!("http://{addr}{path}"))
+        .timeout(Duration::from_secs(120))
+        .send_form(form);
+    let r = match resp {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("POST {path} to {addr}: {e}"),
+    };
+    let status = r.status();
+    let partial = r.header("x-sumi-partial").map(str::to_string);
+    let body = r.into_string().unwrap();
+    let v = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    (status, partial, v)
+}
+
+/// Waits up to `secs` until `check` holds (it answers what it saw otherwise, which the
+/// panic then names).
+pub fn eventually(what: &str, secs: u64, mut check: impl FnMut() -> Result<(), String>) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        match check() {
+            Ok(()) => return,
+            Err(e) if std::time::Instant::now() > deadline => panic!("{what}: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(250)),
+        }
+    }
+}
+
 /// `GET` that must succeed; the body.
 pub fn http_get(addr: &str, path: &str) -> String {
     ureq::get(&format!("http://{addr}{path}"))
