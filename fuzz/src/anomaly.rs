@@ -1,10 +1,10 @@
 //! Fuzz target for the anomaly detector's saved state (`sumi_anomaly::codec`).
 //!
 //! - [`anomaly_state`] restores a detector from the input under the single-stage
-//!   settings (`block = 0`, state version 4) and under the two-stage ones (`block = 16`, state version 7, and the older
-//!   versions 5 and 6). Accepted outcomes, anything else panics: a `DecodeError` with a
-//!   message; or a detector that saves back to exactly the input (a version-5 or -6
-//!   input: to its version-7 form, which is the input again once [`as_version`] drops
+//!   settings (`block = 0`, state version 4) and under the two-stage ones (`block = 16`, state version 8, and the older
+//!   versions 5 to 7). Accepted outcomes, anything else panics: a `DecodeError` with a
+//!   message; or a detector that saves back to exactly the input (a version-5, -6 or -7
+//!   input: to its version-8 form, which is the input again once [`as_version`] drops
 //!   what that version did not save) and then scores further points with scores in
 //!   `[0, 1]` (or `None`) without panicking.
 //!
@@ -45,8 +45,8 @@ fn restore_and_run(cfg: Config, data: &[u8]) {
         Err(e) => assert!(!e.to_string().is_empty()),
         Ok(mut det) => {
             let saved = det.save();
-            if let Some(&old @ (5 | 6)) = data.get(7) {
-                assert_eq!(saved[7], 7, "a version-{old} state saves as version 7");
+            if let Some(&old @ (5..=7)) = data.get(7) {
+                assert_eq!(saved[7], 8, "a version-{old} state saves as version 8");
                 assert_eq!(
                     as_version(&saved, old),
                     data,
@@ -66,12 +66,21 @@ fn restore_and_run(cfg: Config, data: &[u8]) {
     }
 }
 
-/// A two-stage state of version 7 as version 6 wrote it (without the range view's
-/// range, the 26 bytes before the CRC) or version 5 (also without the unfinished
-/// block's largest and smallest value, 16 bytes more).
-pub fn as_version(v7: &[u8], version: u8) -> Vec<u8> {
-    let cut = if version == 5 { 26 + 16 } else { 26 };
-    let body = &v7[..v7.len() - 4 - cut];
+/// A two-stage state of version 8 as version 7 wrote it (without the young detector:
+/// its bytes and their length, before the CRC), version 6 (also without the range
+/// view's range, 26 bytes more) or version 5 (also without the unfinished block's
+/// largest and smallest value, 16 bytes more).
+pub fn as_version(v8: &[u8], version: u8) -> Vec<u8> {
+    let n = v8.len() - 4;
+    let young = u32::from_le_bytes([v8[n - 4], v8[n - 3], v8[n - 2], v8[n - 1]]) as usize;
+    let cut = 4
+        + young
+        + match version {
+            5 => 26 + 16,
+            6 => 26,
+            _ => 0,
+        };
+    let body = &v8[..n - cut];
     let mut out = body.to_vec();
     out[7] = version;
     let crc = crc32c::crc32c(&out);
@@ -80,7 +89,8 @@ pub fn as_version(v7: &[u8], version: u8) -> Vec<u8> {
 }
 
 /// Saved states after 0, 20, 600 and 1,500 points of a bumpy series, single-stage
-/// and two-stage (version 7, and 1,500 points cut inside a block as versions 5 and 6).
+/// and two-stage (version 8, 600 points with the young detector in it, and 1,500
+/// points cut inside a block as versions 5, 6 and 7).
 pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
     for (name, n, cfg) in [
@@ -89,6 +99,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         ("full", 600, single_stage()),
         ("long", 1500, single_stage()),
         ("two-stage-warmup", 20, two_stage()),
+        ("two-stage-young", 600, two_stage()),
         ("two-stage-long", 1500, two_stage()),
     ] {
         let mut det = Detector::new(cfg);
@@ -105,6 +116,7 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     }
     out.push(("two-stage-v5", as_version(&det.save(), 5)));
     out.push(("two-stage-v6", as_version(&det.save(), 6)));
+    out.push(("two-stage-v7", as_version(&det.save(), 7)));
     out
 }
 

@@ -17,14 +17,21 @@
 //!   level f64 | dev f64 | prev f64 | jump f64 | jump_fast f64 | peak f64 | sum f64 | count u32
 //!   flat_run u32 | flat_max u32 | since_alarm u64 | has_first_scored u8 | first_scored i64
 //!   (versions 6 and 7) hi f64 | lo f64    the unfinished block's largest and smallest value
-//! (version 7 only: then the second stage's range view and whether it settled)
+//! (versions 7 and 8: then the second stage's range view and whether it settled)
 //!   has_range u8 | top f64 | bottom f64    the largest and smallest value of every block
 //!   half_range f64                         a block's usual half-range
 //!   settled u8                             whether the second stage's scores count
+//! (version 8 only: then the young single-stage detector, `Config::young`)
+//!   young_len × u8                         its own saved state (version 4, CRC and
+//!                                          all), none outside the young span
+//!   young_len u32                          after the bytes, so that the versions
+//!                                          before are this state less its tail
 //! crc32c u32 of everything before it
 //! ```
 //! A single-stage detector (`Config::block` 0 or 1) is saved as version 4, exactly as
-//! before the two-stage design existed; a two-stage one as version 7. Version 5 (a
+//! before the two-stage design existed; a two-stage one as version 8. Version 7 (saved
+//! before the young detector) is read without one: a series inside the young span
+//! starts a young detector afresh at its next point. Version 5 (a
 //! two-stage state saved before the block's extremes were kept) is still read: the
 //! unfinished block's extremes are taken as its mean so far, which changes at most the
 //! second stage's point views for that one block. Versions 5 and 6 (saved before the
@@ -32,7 +39,7 @@
 //! as the series' range (the range view's record is then the window's, not the whole
 //! history's) and the usual step between block means as a block's usual half-range,
 //! and the second stage as settled once its `warmup` and `settle` blocks are past;
-//! both are saved back as version 7.
+//! both are saved back as version 8.
 //! All integers and floats little-endian; floats bit for bit, so a restored detector
 //! gives exactly the scores the saved one would have given.
 //!
@@ -51,8 +58,11 @@ use crate::detector::{Detector, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
 const VERSION: u8 = 4;
-/// Two-stage detectors: version 4 followed by the first stage and the range view's range.
-const VERSION_TWO_STAGE: u8 = 7;
+/// Two-stage detectors: version 4 followed by the first stage, the range view's range
+/// and the young detector.
+const VERSION_TWO_STAGE: u8 = 8;
+/// Two-stage detectors before the young detector (read, not written).
+const VERSION_TWO_STAGE_7: u8 = 7;
 /// Two-stage detectors before the range view (read, not written).
 const VERSION_TWO_STAGE_6: u8 = 6;
 /// Two-stage detectors before the block's extremes were saved (read, not written).
@@ -66,7 +76,7 @@ pub enum DecodeError {
     #[error("anomaly state: bad magic (not a detector state)")]
     BadMagic,
     #[error(
-        "anomaly state: version {0} is not supported (this build reads version {VERSION} only, and {VERSION_TWO_STAGE_5}, {VERSION_TWO_STAGE_6} or {VERSION_TWO_STAGE} for two-stage detectors; \
+        "anomaly state: version {0} is not supported (this build reads version {VERSION} only, and {VERSION_TWO_STAGE_5}, {VERSION_TWO_STAGE_6}, {VERSION_TWO_STAGE_7} or {VERSION_TWO_STAGE} for two-stage detectors; \
          state saved by another build is relearnt or rebuilt from stored history)"
     )]
     Version(u8),
@@ -169,6 +179,9 @@ impl Detector {
                 b.extend_from_slice(&v.to_le_bytes());
             }
             b.push(u8::from(st.settled));
+            let young = st.young.as_ref().map(|y| y.save()).unwrap_or_default();
+            b.extend_from_slice(&young);
+            b.extend_from_slice(&(young.len() as u32).to_le_bytes());
         }
         let crc = crc32c::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
@@ -344,7 +357,7 @@ impl Detector {
         } else {
             crate::detector::Gate::default()
         };
-        let (range, half_range, settled) = if version == VERSION_TWO_STAGE {
+        let (range, half_range, settled) = if version >= VERSION_TWO_STAGE_7 {
             let at = r.at;
             let has = r.u8()?;
             let top = f64::from_bits(r.u64()?);
@@ -375,6 +388,11 @@ impl Detector {
         } else {
             (None, 0.0, false)
         };
+        let young = if version == VERSION_TWO_STAGE {
+            read_young(&mut r, &cfg, gate.seen)?
+        } else {
+            None
+        };
         if r.at != body.len() {
             return Err(DecodeError::Invalid("trailing bytes", r.at));
         }
@@ -402,6 +420,7 @@ impl Detector {
             range,
             half_range,
             settled,
+            young,
             // rebuilt by `from_state`
             zs: None,
             sorted: Vec::new(),
@@ -411,6 +430,34 @@ impl Detector {
         det.gate = gate;
         Ok(det)
     }
+}
+
+/// The young detector of a version-8 state (its bytes and their length, the rest of
+/// the body): `None` when there are none; refused where the first stage's count
+/// `seen` lies outside the young span of `cfg` (saved under other settings).
+fn read_young(
+    r: &mut Reader<'_>,
+    cfg: &Config,
+    seen: u64,
+) -> Result<Option<Box<Detector>>, DecodeError> {
+    let at = r.at;
+    let len = r.b.len().saturating_sub(at + 4);
+    let bytes = r.take(len)?;
+    if r.u32()? as usize != len {
+        return Err(DecodeError::Invalid("bad young detector length", at));
+    }
+    if len == 0 {
+        return Ok(None);
+    }
+    if seen <= cfg.young_from as u64 || seen >= cfg.young as u64 {
+        return Err(DecodeError::Invalid(
+            "young detector outside the young span",
+            at,
+        ));
+    }
+    let young = Detector::restore(cfg.young_config(), bytes)
+        .map_err(|_| DecodeError::Invalid("bad young detector", at))?;
+    Ok(Some(Box::new(young)))
 }
 
 /// The first stage of a version-5 or -6 state, after its `block`.

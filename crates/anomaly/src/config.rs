@@ -115,6 +115,19 @@ pub struct Config {
     /// by this share of the series' whole range so far scores 0.5 (a share of
     /// `range_half` × 1.15 scores `alarm`).
     pub range_half: f64,
+    /// Two-stage only (0 turns it off): a young series is also watched by the
+    /// single-stage detector (every point through the full detector, with
+    /// `young_pattern_weight`) from its point `young_from` to its point `young`,
+    /// while the second stage warms up and settles; a point's score is the larger of
+    /// the two detectors'. It starts only once the series has history, so a series
+    /// that never gets there (a short-lived one) does not pay for it.
+    pub young: usize,
+    /// Two-stage only: the point (0-based) at which the young single-stage detector
+    /// starts, from nothing (its own `warmup` follows).
+    pub young_from: usize,
+    /// The young single-stage detector's `pattern_weight` (the single-stage detector
+    /// was measured with 0.2).
+    pub young_pattern_weight: f64,
 }
 
 impl Default for Config {
@@ -155,6 +168,9 @@ impl Default for Config {
             settle: 12,
             block_peak_decay: 0.9992,
             range_half: 0.05,
+            young: 1000,
+            young_from: 64,
+            young_pattern_weight: 0.2,
         }
     }
 }
@@ -163,6 +179,16 @@ impl Config {
     /// Whether the two-stage design is on (`block` of 2 or more).
     pub fn two_stage(&self) -> bool {
         self.block >= 2
+    }
+
+    /// The young single-stage detector's settings (`young`): these, every point
+    /// through the full detector, with `young_pattern_weight`.
+    pub(crate) fn young_config(&self) -> Config {
+        Config {
+            block: 0,
+            pattern_weight: self.young_pattern_weight,
+            ..self.clone()
+        }
     }
 
     /// Bins of the seasonal profile (0 when the seasonal view is off).
@@ -218,6 +244,9 @@ impl Config {
             "settle" => self.settle = num(key, value)?,
             "block_peak_decay" => self.block_peak_decay = num(key, value)?,
             "range_half" => self.range_half = num(key, value)?,
+            "young" => self.young = num(key, value)?,
+            "young_from" => self.young_from = num(key, value)?,
+            "young_pattern_weight" => self.young_pattern_weight = num(key, value)?,
             other => return Err(format!("unknown anomaly setting {other:?}")),
         }
         self.validate()
@@ -280,6 +309,7 @@ impl Config {
             ("damp", self.damp),
             ("peak_decay", self.peak_decay),
             ("block_peak_decay", self.block_peak_decay),
+            ("young_pattern_weight", self.young_pattern_weight),
             ("season_rate", self.season_rate),
             ("quiet", self.quiet),
         ] {
@@ -296,6 +326,9 @@ impl Config {
         }
         if self.block > 4096 {
             return bad("block must be 0..=4096 points");
+        }
+        if self.young > 1 << 30 || self.young_from > 1 << 30 {
+            return bad("young and young_from must be at most 1073741824 points");
         }
         if self.quiet > self.alarm {
             return bad("quiet must be at most alarm");

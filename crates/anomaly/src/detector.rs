@@ -167,7 +167,7 @@ impl Bins {
 /// Everything the detector learnt; saved and restored by [`crate::codec`], but for its
 /// last three fields (rebuilt or reset on restore). Kept behind one `Box` in
 /// [`Detector`], out of the lines every point of a two-stage detector reads.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub(crate) struct State {
     pub(crate) last_ts: Option<i64>,
     /// Accepted points.
@@ -223,6 +223,9 @@ pub(crate) struct State {
     /// Two-stage only: whether the second stage's scores count (it has settled:
     /// `Config::settle` blocks after its warm-up, and then a block below the alarm).
     pub(crate) settled: bool,
+    /// Two-stage only: the young single-stage detector (`Config::young`), between a
+    /// series' points `young_from` and `young`; `None` outside them.
+    pub(crate) young: Option<Box<Detector>>,
     /// The views' surprises behind the last score (`None`: no score); [`Detector::views`]
     /// turns them into view scores only when asked, which is rarely on the ingest path.
     /// Not saved.
@@ -392,6 +395,7 @@ impl Detector {
             range: None,
             half_range: 0.0,
             settled: false,
+            young: None,
             zs: None,
             sorted: Vec::new(),
             local_sorted: Vec::new(),
@@ -460,6 +464,15 @@ impl Detector {
             v.level = v.level.max(half_one(jump));
             v.gap = v.gap.max(half_one(gap));
             v.spread = v.spread.max(half_one(flat)).max(half_one(spread));
+            if let Some(young) = &self.st.young {
+                let y = young.views();
+                v.point = v.point.max(y.point);
+                v.level = v.level.max(y.level);
+                v.spread = v.spread.max(y.spread);
+                v.pattern = v.pattern.max(y.pattern);
+                v.gap = v.gap.max(y.gap);
+                v.season = v.season.max(y.season);
+            }
         }
         v
     }
@@ -474,6 +487,7 @@ impl Detector {
             + self.st.sorted.capacity() * 8
             + self.st.local_sorted.capacity() * 8
             + self.cfg.season_bins() * std::mem::size_of::<(f64, u8)>()
+            + self.st.young.as_ref().map_or(0, |y| y.state_bytes())
     }
 
     /// How many bytes from the start of the detector the next point reads and writes
@@ -665,9 +679,14 @@ impl Detector {
         } else {
             None
         };
+        let young = self.update_young(ts, x);
         let cfg = &self.cfg;
         let g = &mut self.gate;
         let raw = match (first, second) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let raw = match (raw, young) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
@@ -706,6 +725,41 @@ impl Detector {
             g.zs = zs();
         }
         Some(out)
+    }
+
+    /// The young single-stage detector's score of the point just taken by the first
+    /// stage (`Config::young`): `None` outside the series' points `young_from` to
+    /// `young` (a comparison of the first stage's count, no other work), and in the
+    /// young detector's own warm-up.
+    #[inline]
+    fn update_young(&mut self, ts: i64, x: f64) -> Option<f64> {
+        // the first stage's accepted points, this one included
+        let n = self.gate.seen;
+        if n <= self.cfg.young_from as u64 || n > self.cfg.young as u64 {
+            return None;
+        }
+        self.young_point(ts, x, n)
+    }
+
+    /// [`Detector::update_young`] inside the young span: starts the single-stage
+    /// detector at its first point, feeds it, and drops it after its last. A series
+    /// restored inside the span from a state saved without one (version 7) goes on
+    /// without it: one started later would learn from a slice of the series.
+    fn young_point(&mut self, ts: i64, x: f64, n: u64) -> Option<f64> {
+        if n == self.cfg.young_from as u64 + 1 {
+            self.st.young = Some(Box::new(Detector::new(self.cfg.young_config())));
+        }
+        let young = self.st.young.as_mut()?;
+        let s = young.update_full(ts, x, None);
+        if young.st.seen == 1 && self.st.last_ts.is_some() {
+            // The series' history began before the young detector: its seasonal
+            // view counts its two seasons from the second stage's first block.
+            young.st.first_ts = self.st.first_ts;
+        }
+        if n >= self.cfg.young as u64 {
+            self.st.young = None;
+        }
+        s
     }
 
     /// The full detector's update: the score before `quiet`. `extremes` (the second

@@ -222,7 +222,14 @@ fn two_stage_restart_continuity() {
         let mut first = Detector::new(cfg.clone());
         let mut got = run(&mut first, &points[..cut]);
         let saved = first.save();
-        assert_eq!(saved[7], 7, "a two-stage state is version 7");
+        assert_eq!(saved[7], 8, "a two-stage state is version 8");
+        // inside the young span (points 64 to 1,000) the young detector is saved too
+        let young = u32::from_le_bytes(saved[saved.len() - 8..saved.len() - 4].try_into().unwrap());
+        assert_eq!(
+            young > 0,
+            (65..1000).contains(&cut),
+            "young bytes {young} at {cut}"
+        );
         let mut second = Detector::restore(cfg.clone(), &saved).expect("restore");
         assert_eq!(second.save(), saved, "restored state saves back the same");
         got.extend(run(&mut second, &points[cut..]));
@@ -344,8 +351,12 @@ fn two_stage_narrow_fields_are_checked() {
     run(&mut det, &points);
     let saved = det.save();
     // the first stage's tail: since_alarm u64 | has_first_scored u8 | first_scored i64
-    // | hi f64 | lo f64, then the range (has_range u8 | top f64 | bottom f64 | half_range f64 | settled u8) | crc u32
-    let since_alarm_at = saved.len() - 4 - 26 - 16 - 9 - 8;
+    // | hi f64 | lo f64, then the range (has_range u8 | top f64 | bottom f64 | half_range f64 | settled u8),
+    // the young detector (its bytes | their length u32) | crc u32
+    let n = saved.len() - 4;
+    let young = u32::from_le_bytes(saved[n - 4..n].try_into().unwrap()) as usize;
+    assert!(young > 0, "a young detector at point 200");
+    let since_alarm_at = n - 4 - young - 26 - 16 - 9 - 8;
     let with = |at: usize, bytes: &[u8]| {
         let mut b = saved[..saved.len() - 4].to_vec();
         b[at..at + bytes.len()].copy_from_slice(bytes);
@@ -379,12 +390,21 @@ fn two_stage_narrow_fields_are_checked() {
     ));
 }
 
-/// The version-7 bytes as an older version wrote them: without the range (the 26
-/// bytes before the CRC) for version 6, and without the block's extremes (16 bytes
+/// The version-8 bytes as an older version wrote them: without the young detector
+/// (its bytes and their length, before the CRC) for version 7, also without the
+/// range (26 bytes more) for version 6, and without the block's extremes (16 bytes
 /// more) for version 5; version byte set, CRC recomputed.
-fn as_version(v7: &[u8], version: u8) -> Vec<u8> {
-    let cut = if version == 5 { 26 + 16 } else { 26 };
-    let mut out = v7[..v7.len() - 4 - cut].to_vec();
+fn as_version(v8: &[u8], version: u8) -> Vec<u8> {
+    let n = v8.len() - 4;
+    let young = u32::from_le_bytes(v8[n - 4..n].try_into().unwrap()) as usize;
+    let cut = 4
+        + young
+        + match version {
+            5 => 26 + 16,
+            6 => 26,
+            _ => 0,
+        };
+    let mut out = v8[..n - cut].to_vec();
     out[7] = version;
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -413,7 +433,7 @@ fn two_stage_version_6_state_is_read() {
             let old = as_version(&first.save(), 6);
             let mut second = Detector::restore(cfg.clone(), &old).expect("restore version 6");
             let resaved = second.save();
-            assert_eq!(resaved[7], 7, "saved back as version 7");
+            assert_eq!(resaved[7], 8, "saved back as version 8");
             assert_eq!(as_version(&resaved, 6), old);
             got.extend(run(&mut second, &points[cut..]));
             assert!(got.iter().flatten().all(|s| (0.0..=1.0).contains(s)));
@@ -427,6 +447,55 @@ fn two_stage_version_6_state_is_read() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// A two-stage state saved before the young detector (version 7) is still read: inside
+/// the young span (points 64 to 1,000) the series goes on without one, its scores in
+/// [0, 1]; outside the span
+/// (no young detector to lose) the scores are exactly those of the detector that
+/// never stopped. The state saves back as version 8, which, less the young detector,
+/// is the version 7 read. A young detector saved under settings whose young span
+/// does not hold the series' point is refused (then relearnt, as after any
+/// settings change).
+#[test]
+fn two_stage_version_7_state_is_read() {
+    let cfg = Config::default();
+    let points = series(3000);
+    let mut straight = Detector::new(cfg.clone());
+    let expected = run(&mut straight, &points);
+    for cut in [40, 16 * 20 + 3, 999, 16 * 100 + 5] {
+        let mut first = Detector::new(cfg.clone());
+        let mut got = run(&mut first, &points[..cut]);
+        let saved = first.save();
+        let old = as_version(&saved, 7);
+        assert_eq!(old[7], 7);
+        let mut second = Detector::restore(cfg.clone(), &old).expect("restore version 7");
+        let resaved = second.save();
+        assert_eq!(resaved[7], 8, "saved back as version 8");
+        assert_eq!(as_version(&resaved, 7), old);
+        let young_lost = (65..1000).contains(&cut);
+        assert_eq!(resaved.len() < saved.len(), young_lost, "cut {cut}");
+        got.extend(run(&mut second, &points[cut..]));
+        assert!(got.iter().flatten().all(|s| (0.0..=1.0).contains(s)));
+        assert_eq!(got.len(), expected.len());
+        if !young_lost {
+            assert_eq!(bits(&got), bits(&expected), "cut {cut}");
+        }
+    }
+
+    let mut det = Detector::new(cfg.clone());
+    run(&mut det, &points[..500]);
+    let saved = det.save();
+    for (key, value) in [("young", "0"), ("young", "400"), ("young_from", "600")] {
+        let mut other = cfg.clone();
+        other.set(key, value).expect(key);
+        match Detector::restore(other, &saved) {
+            Err(DecodeError::Invalid(what, _)) => {
+                assert!(what.contains("young"), "{what}")
+            }
+            got => panic!("restored under {key} = {value}: {got:?}"),
         }
     }
 }
@@ -448,7 +517,7 @@ fn two_stage_version_5_state_is_read() {
         assert_eq!(old[7], 5);
         let mut second = Detector::restore(cfg.clone(), &old).expect("restore version 5");
         let resaved = second.save();
-        assert_eq!(resaved[7], 7, "saved back as version 7");
+        assert_eq!(resaved[7], 8, "saved back as version 8");
         assert_eq!(as_version(&resaved, 5), old);
         got.extend(run(&mut second, &points[cut..]));
         assert!(got.iter().flatten().all(|s| (0.0..=1.0).contains(s)));

@@ -252,7 +252,7 @@ fn two_stage_sees_broken_seasonality() {
     check_with(two_stage(), "rhythm change", &faster, 32);
 }
 
-/// The range view on its own (every other view blinded): a block that breaks the
+/// The range view on its own (every other view and the young detector blinded): a block that breaks the
 /// series' record (its largest value ever) by a quarter of its range alarms at the
 /// block's end; the clean part, a daily cycle with noise and with larger spikes
 /// early on, never does; with `range_half = 0` nothing alarms.
@@ -278,6 +278,8 @@ fn two_stage_range_view_sees_a_record() {
         ("spread_half", "1e9"),
         ("season_half", "1e9"),
         ("pattern_weight", "0"),
+        // the young series' single-stage detector (its own pattern weight) off
+        ("young", "0"),
     ] {
         blind.set(k, v).expect(k);
     }
