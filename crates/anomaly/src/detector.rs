@@ -74,6 +74,22 @@ fn half_one_or_below(z: f64, at_least: f64) -> f64 {
     half_one(z)
 }
 
+/// The first stage's flatline score of the surprise `z` (a run of equal values
+/// against the longest before): [`half_one`]`(z)` from the alarm `alarm` up, 0 below
+/// it. A run only grows, so its score creeps up a little every point until the run
+/// ends or reaches the alarm; below the alarm those points say nothing that the
+/// alarm will not say a few points later (on NAB they were a handful of points in a
+/// row just below the alarm, each a false alarm at a threshold just below it, and
+/// none of them starting the suppression that an alarm starts).
+fn flat_score(z: f64, alarm: f64) -> f64 {
+    let s = half_one(z);
+    if s < alarm {
+        0.0
+    } else {
+        s
+    }
+}
+
 /// The first stage's spread surprise of the ratio `r` of the recent to the usual
 /// step: `max(ln r, 0) / ln half`. A ratio of at most 1 (or not a number) is 0, as
 /// the formula gives (`half` > 1 is checked), without the two logarithms.
@@ -612,7 +628,7 @@ impl Detector {
                 z
             };
             g.peak = (g.peak * cfg.peak_decay).max(zc);
-            Some(s.max(half_one(z_flat)))
+            Some(s.max(flat_score(z_flat, cfg.alarm)))
         } else {
             None
         };
