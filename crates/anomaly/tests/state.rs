@@ -230,6 +230,12 @@ fn two_stage_restart_continuity() {
             (65..1000).contains(&cut),
             "young bytes {young} at {cut}"
         );
+        // the young detector's memory is bounded too (freed at point 1,000)
+        assert!(
+            first.state_bytes() < 24 * 1024,
+            "{} bytes at {cut}",
+            first.state_bytes()
+        );
         let mut second = Detector::restore(cfg.clone(), &saved).expect("restore");
         assert_eq!(second.save(), saved, "restored state saves back the same");
         got.extend(run(&mut second, &points[cut..]));

@@ -299,3 +299,49 @@ fn two_stage_range_view_sees_a_record() {
     off.set("range_half", "0").expect("range_half");
     assert_eq!(alarms(off), Vec::<usize>::new(), "without the range view");
 }
+
+/// The young detector (`young`, session 12): a level shift of 4 noise deviations for
+/// 40 points at point 600 of a noisy level, while the second stage still settles
+/// (it counts from point 704) and only the first stage (whose checks see 4
+/// deviations as ordinary) would speak. With the young detector it alarms within 8
+/// points, and nothing else alarms from point 400 to 1,000; with `young = 0`
+/// nothing alarms in the shift. (The young detector, like the single-stage one,
+/// still alarms once on this noise in its first few hundred points, at 335: its
+/// views' peaks have seen 240 points; the single-stage tests check the clean part
+/// from point 800.)
+#[test]
+fn two_stage_young_series_sees_an_early_shift() {
+    const SHIFT: usize = 600;
+    let s = series(|i, n| {
+        100.0
+            + n.next()
+            + if (SHIFT..SHIFT + 40).contains(&i) {
+                4.0
+            } else {
+                0.0
+            }
+    });
+    let alarms = |cfg: Config| -> Vec<usize> {
+        let alarm = cfg.alarm;
+        let mut det = Detector::new(cfg);
+        s[..1000]
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(ts, v))| det.update(ts, v).is_some_and(|x| x >= alarm))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let got = alarms(two_stage());
+    let late: Vec<usize> = got.iter().copied().filter(|&i| i >= 400).collect();
+    assert!(
+        late.len() == 1 && (SHIFT..SHIFT + 8).contains(&late[0]),
+        "with the young detector: alarms at {got:?}"
+    );
+    let mut without = two_stage();
+    without.set("young", "0").expect("young");
+    let got = alarms(without);
+    assert!(
+        !got.iter().any(|i| (SHIFT..SHIFT + 40).contains(i)),
+        "without the young detector: alarms at {got:?}"
+    );
+}
