@@ -761,6 +761,10 @@ impl Detector {
     /// detector at its first point, feeds it, and drops it after its last. A series
     /// restored inside the span from a state saved without one (version 7) goes on
     /// without it: one started later would learn from a slice of the series.
+    /// Out of line and cold: inlined, it doubled the size of the every-point update
+    /// (`sumi bench`'s series never get here) and made its every point slower.
+    #[cold]
+    #[inline(never)]
     fn young_point(&mut self, ts: i64, x: f64, n: u64) -> Option<f64> {
         if n == self.cfg.young_from as u64 + 1 {
             self.st.young = Some(Box::new(Detector::new(self.cfg.young_config())));
