@@ -698,6 +698,30 @@ impl Detector {
         let young = self.update_young(ts, x);
         let cfg = &self.cfg;
         let g = &mut self.gate;
+        // A first-stage alarm of its value checks (point, step, spread) on a value
+        // inside the series' range so far (the range view's record: every earlier
+        // block's largest and smallest value) is left to the second stage, which
+        // sees the point at its block's end against its long window (and, on a
+        // young series, to the young detector, which sees it now). Its gap and
+        // flatline checks (time and runs, not values) speak as before, and so does
+        // a first stage whose deviation is at its floor (it has measured no spread:
+        // on a mostly-constant series every move is news). Only an alarm reads the
+        // range, so other points touch no more memory.
+        let first = match first {
+            Some(f)
+                if f >= cfg.alarm
+                    && self
+                        .st
+                        .range
+                        .is_some_and(|(top, bottom)| bottom <= x && x <= top)
+                    && g.dev > floor
+                    && flat_score(z_flat, cfg.alarm) < cfg.alarm
+                    && z_gap < z_point_jump.max(spread_z(r_spread, cfg.spread_half)) =>
+            {
+                Some(0.0)
+            }
+            f => f,
+        };
         let raw = match (first, second) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
