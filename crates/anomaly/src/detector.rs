@@ -90,6 +90,12 @@ fn flat_score(z: f64, alarm: f64) -> f64 {
     }
 }
 
+/// The score of a surprise twice its check's own past peak, `1 − 2^(−2²)`: a
+/// first-stage alarm at least this strong speaks even on a value inside the
+/// series' range (twice: the factor by which an incident may raise a peak per
+/// point, `Config::incident_cap`).
+const TWICE_ITS_PEAK: f64 = 0.9375;
+
 /// The first stage's spread surprise of the ratio `r` of the recent to the usual
 /// step: `max(ln r, 0) / ln half`. A ratio of at most 1 (or not a number) is 0, as
 /// the formula gives (`half` > 1 is checked), without the two logarithms.
@@ -702,7 +708,8 @@ impl Detector {
         // inside the series' range so far (the range view's record: every earlier
         // block's largest and smallest value) is left to the second stage, which
         // sees the point at its block's end against its long window (and, on a
-        // young series, to the young detector, which sees it now). Its gap and
+        // young series, to the young detector, which sees it now), unless it is
+        // more than twice the checks' own past peak (`TWICE_ITS_PEAK`). Its gap and
         // flatline checks (time and runs, not values) speak as before, and so does
         // a first stage whose deviation is at its floor (it has measured no spread:
         // on a mostly-constant series every move is news). Only an alarm reads the
@@ -710,6 +717,7 @@ impl Detector {
         let first = match first {
             Some(f)
                 if f >= cfg.alarm
+                    && f < TWICE_ITS_PEAK
                     && self
                         .st
                         .range
