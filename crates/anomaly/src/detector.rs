@@ -96,6 +96,135 @@ fn spread_z_at_most(r: f64, half: f64) -> f64 {
     }
 }
 
+/// `1 / (k + 1)` for `k` below 32: the first stage's learning weights over its first
+/// points, the same values as the division gives (correctly rounded at compile time
+/// as at run time), without a division a point.
+const WEIGHTS: [f64; 32] = {
+    let mut w = [0.0; 32];
+    let mut k = 0;
+    while k < 32 {
+        w[k] = 1.0 / (k + 1) as f64;
+        k += 1;
+    }
+    w
+};
+
+/// A bar on the first stage's surprise `z` below which its score is 0: where `z` is at
+/// most it, `half_one_or_below(z / peak, quiet)` gives 0. From its own test,
+/// `z² ln 2 / peak² < 0.99 quiet − 10⁻¹²`, with a margin of 10⁻⁶ (far above the
+/// roundings of the division, the square and the bar's own: a few ulps). `None`
+/// where that test never passes (a `quiet` of at most 10⁻¹²).
+fn quiet_below(peak: f64, quiet: f64) -> Option<f64> {
+    // as `half_one_or_below` computes it
+    let bar = 0.99 * quiet - 1e-12;
+    (bar > 0.0).then(|| (bar / std::f64::consts::LN_2).sqrt() * peak * (1.0 - 1e-6))
+}
+
+/// One point's first-stage checks, their quotients kept as numerator and denominator
+/// (taken before the point is learnt): divided only where a score or an explanation
+/// needs them. The point and step checks are divided by `Config::gate_half`, the gap
+/// check by `Config::gap_half`; the spread check is a ratio (`spread_z`).
+struct Checks {
+    /// Whether the point, step and spread checks count (8 points seen; 0 before).
+    scaled: bool,
+    /// `|x − level|` and the deviation (at least the floor).
+    point: (f64, f64),
+    /// `|x − prev|` and the usual step (at least the floor).
+    jump: (f64, f64),
+    /// The recent and the usual step, both plus the floor.
+    spread: (f64, f64),
+    /// The time since the previous point and the usual time between points; `(0, 0)`
+    /// for none (the first point, or no usual time yet).
+    gap: (f64, f64),
+}
+
+impl Checks {
+    /// The point and step checks' surprise: the larger quotient divided once by
+    /// `gate_half` is the larger of the two divided apart (a division by a positive
+    /// number keeps the order, after rounding too).
+    fn point_jump(&self, cfg: &Config) -> f64 {
+        let (q_point, q_jump) = self.quotients();
+        q_point.max(q_jump) / cfg.gate_half
+    }
+
+    fn quotients(&self) -> (f64, f64) {
+        if self.scaled {
+            (self.point.0 / self.point.1, self.jump.0 / self.jump.1)
+        } else {
+            (0.0, 0.0)
+        }
+    }
+
+    fn gap(&self, cfg: &Config) -> f64 {
+        if self.gap.1 > 0.0 {
+            self.gap.0 / self.gap.1 / cfg.gap_half
+        } else {
+            0.0
+        }
+    }
+
+    fn spread_ratio(&self) -> f64 {
+        if self.scaled {
+            self.spread.0 / self.spread.1
+        } else {
+            0.0
+        }
+    }
+
+    /// The first stage's surprise (but the flatline's): the largest of the checks'.
+    /// The spread check's two logarithms only where its surprise could be the
+    /// largest (about half the points of a random walk have a ratio above 1): below
+    /// the other checks' it leaves `z` as it is.
+    fn z(&self, cfg: &Config) -> f64 {
+        let z_other = self.point_jump(cfg).max(self.gap(cfg));
+        let r = self.spread_ratio();
+        if spread_z_at_most(r, cfg.spread_half) <= z_other {
+            z_other
+        } else {
+            z_other.max(spread_z(r, cfg.spread_half))
+        }
+    }
+
+    /// Whether [`Checks::z`] is at most `t` (≥ 0), decided by multiplications: `a /
+    /// b / half ≤ t` where `a ≤ t · half · b` less a margin of 10⁻⁹ (far above the
+    /// roundings on either side: a few ulps), and the spread check's `ln r / ln half`
+    /// bounded as in [`spread_z_at_most`] (`ln r ≤ r − 1`, with `r` rounded up by an
+    /// ulp at most). False where it cannot tell, and for a `t` so small that the
+    /// products could leave the normal range (then `z` is computed).
+    fn at_most(&self, t: f64, cfg: &Config) -> bool {
+        let m = t * (1.0 - 1e-9);
+        // (a NaN fails the gap check below)
+        if m * cfg.gate_half.min(cfg.gap_half) < 1e-200 {
+            return false;
+        }
+        let mg = m * cfg.gate_half;
+        let point_jump =
+            !self.scaled || (self.point.0 <= mg * self.point.1 && self.jump.0 <= mg * self.jump.1);
+        // (`gap.1` is 0 or the usual time between points, at least a second)
+        let gap = self.gap.0 <= m * cfg.gap_half * self.gap.1;
+        let (num, den) = self.spread;
+        let h = cfg.spread_half;
+        // (num ≤ den: a ratio of at most 1, which the spread check scores 0)
+        let spread = !self.scaled
+            || num <= den
+            || (num - den + num * 1e-15) * (h + 1.0) <= m * 2.0 * (h - 1.0) * den;
+        point_jump && gap && spread
+    }
+
+    /// The surprises kept for an explanation (point, gap, flatline, step, spread), the
+    /// flatline's being `z_flat`.
+    fn explained(&self, z_flat: f64, cfg: &Config) -> [f64; 5] {
+        let (q_point, q_jump) = self.quotients();
+        [
+            q_point / cfg.gate_half,
+            self.gap(cfg),
+            z_flat,
+            q_jump / cfg.gate_half,
+            spread_z(self.spread_ratio(), cfg.spread_half),
+        ]
+    }
+}
+
 impl Views {
     /// The view scores of the surprises `zs` (point, level, spread, pattern, gap,
     /// season, local; the point view reports the larger of the point and local ones).
@@ -537,30 +666,25 @@ impl Detector {
         }
         let cfg = &self.cfg;
         let dt = (g.last_ts != NO_TS).then(|| ts.saturating_sub(g.last_ts) as f64);
-        let z_gap = match dt {
-            Some(dt) if g.step > 0.0 => dt / g.step / cfg.gap_half,
-            _ => 0.0,
+        let floor = 1e-9 * (1.0 + g.level.abs());
+        let d = (x - g.prev).abs();
+        let fast = g.jump_fast + (d - g.jump_fast) / 8.0;
+        // The checks' quotients, kept undivided: a warm-up point's are not used (but
+        // for an explanation), and an ordinary point's only through comparisons that
+        // multiplications decide (`Checks::at_most`).
+        let checks = Checks {
+            scaled: g.seen >= 8,
+            point: ((x - g.level).abs(), g.dev.max(floor)),
+            jump: (d, g.jump.max(floor)),
+            spread: (fast + floor, g.jump + floor),
+            gap: match dt {
+                Some(dt) if g.step > 0.0 => (dt, g.step),
+                _ => (0.0, 0.0),
+            },
         };
         if let Some(dt) = dt {
             g.step = next_step(g.step, dt);
         }
-        let floor = 1e-9 * (1.0 + g.level.abs());
-        let d = (x - g.prev).abs();
-        let fast = g.jump_fast + (d - g.jump_fast) / 8.0;
-        // The point and step checks share their last division: the larger of the
-        // two quotients divided once is the larger of the two divided apart (a
-        // division by a positive number keeps the order, after rounding too), so
-        // each is divided on its own only for an explanation.
-        let (q_point, q_jump, r_spread) = if g.seen >= 8 {
-            (
-                (x - g.level).abs() / g.dev.max(floor),
-                d / g.jump.max(floor),
-                (fast + floor) / (g.jump + floor),
-            )
-        } else {
-            (0.0, 0.0, 0.0)
-        };
-        let z_point_jump = q_point.max(q_jump) / cfg.gate_half;
         if g.seen > 0 && x == g.prev {
             g.flat_run = g.flat_run.saturating_add(1);
         } else {
@@ -575,29 +699,35 @@ impl Detector {
         };
         // A flatline's surprise grows point by point, so its own past peak would keep
         // up with it: it is scored as it is, not against the peak.
-        // The spread check's two logarithms only where its surprise could be the
-        // largest (about half the points of a random walk have a ratio above 1):
-        // below the other checks' it leaves `z` as it is.
-        let z_other = z_point_jump.max(z_gap);
-        let z = if spread_z_at_most(r_spread, cfg.spread_half) <= z_other {
-            z_other
-        } else {
-            z_other.max(spread_z(r_spread, cfg.spread_half))
-        };
         let first = if g.seen >= cfg.warmup as u64 {
             let peak = g.peak.max(cfg.peak_floor);
-            let r = z / peak;
-            // Below `quiet` (at most `alarm`) this score is only compared with the
-            // two, and comes out as 0 or under the second stage's: where it clearly
-            // is below, it is not computed (most points: no `exp`).
-            let s = half_one_or_below(r, cfg.quiet);
-            let incident = u64::from(g.since_alarm) < cfg.suppress as u64 || s >= cfg.alarm;
-            let zc = if incident && cfg.incident_cap > 0.0 {
-                z.min(cfg.incident_cap * peak)
-            } else {
-                z
+            let decayed = g.peak * cfg.peak_decay;
+            // Most points: the surprise is provably below both the `quiet` bar (the
+            // score is 0, as `half_one_or_below` gives) and the decayed peak (which
+            // is then the new peak, as the `max` gives), so it is not computed.
+            let z = match quiet_below(peak, cfg.quiet) {
+                Some(bar) if checks.at_most(bar.min(decayed), cfg) => None,
+                _ => Some(checks.z(cfg)),
             };
-            g.peak = (g.peak * cfg.peak_decay).max(zc);
+            let s = match z {
+                // Below `quiet` (at most `alarm`) this score is only compared with
+                // the two, and comes out as 0 or under the second stage's: where it
+                // clearly is below, it is not computed (most points: no `exp`).
+                Some(z) => half_one_or_below(z / peak, cfg.quiet),
+                None => 0.0,
+            };
+            let incident = u64::from(g.since_alarm) < cfg.suppress as u64 || s >= cfg.alarm;
+            g.peak = match z {
+                Some(z) => {
+                    let zc = if incident && cfg.incident_cap > 0.0 {
+                        z.min(cfg.incident_cap * peak)
+                    } else {
+                        z
+                    };
+                    decayed.max(zc)
+                }
+                None => decayed,
+            };
             Some(s.max(half_one(z_flat)))
         } else {
             None
@@ -611,7 +741,8 @@ impl Detector {
             let w = if g.seen >= 31 {
                 1.0 / 32.0
             } else {
-                1.0 / (g.seen + 1) as f64
+                // 1 / (seen + 1), as the division gives
+                WEIGHTS[g.seen as usize]
             };
             let r = x - g.level;
             let (rc, ac) = if g.seen >= 8 {
@@ -671,15 +802,7 @@ impl Detector {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
-        let zs = || {
-            [
-                q_point / cfg.gate_half,
-                z_gap,
-                z_flat,
-                q_jump / cfg.gate_half,
-                spread_z(r_spread, cfg.spread_half),
-            ]
-        };
+        let zs = || checks.explained(z_flat, cfg);
         let Some(raw) = raw else {
             if explain {
                 g.zs = zs();
@@ -1171,9 +1294,121 @@ fn kth_abs_dev(v: &[f64], mid: usize, k: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::{
-        half_one, half_one_or_below, insert_sorted, kth_abs_dev, replace_sorted, spread_z,
-        spread_z_at_most,
+        half_one, half_one_or_below, insert_sorted, kth_abs_dev, quiet_below, replace_sorted,
+        spread_z, spread_z_at_most, Checks, WEIGHTS,
     };
+    use crate::config::Config;
+
+    /// The learning weights' table holds what the division gives.
+    #[test]
+    fn weights_are_the_divisions() {
+        for (k, w) in WEIGHTS.iter().enumerate() {
+            let n = std::hint::black_box((k + 1) as f64);
+            assert_eq!(w.to_bits(), (1.0 / n).to_bits(), "1/{n}");
+        }
+    }
+
+    /// A surprise at most `quiet_below`'s bar scores 0 (`half_one_or_below` gives 0):
+    /// on a fine grid up to the bar and past it, for several peaks and `quiet`s.
+    #[test]
+    fn quiet_below_is_below_the_bar() {
+        assert!(quiet_below(1.0, 0.0).is_none() && quiet_below(1.0, 1e-13).is_none());
+        let mut near = 0;
+        for q in [1e-11, 1e-6, 0.05, 0.3, 0.6, 1.0] {
+            for peak in [0.5, 0.5000001, 1.0, 3.7, 1e3, 1e-3] {
+                let bar = quiet_below(peak, q).expect("a bar");
+                for i in 0..=100_000 {
+                    // up to the bar, the last steps an ulp or so apart
+                    let z = bar * (1.0 - (100_000 - i) as f64 * 1e-12);
+                    let z = if i == 100_000 { bar } else { z };
+                    assert_eq!(
+                        half_one_or_below(z / peak, q),
+                        0.0,
+                        "q {q} peak {peak} z {z}"
+                    );
+                }
+                // and the bar is close: 10⁻⁵ above it (then 1.00001² − 1 ≫ the margin)
+                // the test fails
+                let y = bar * 1.00001 / peak;
+                near += usize::from(y * y * std::f64::consts::LN_2 >= 0.99 * q - 1e-12);
+            }
+        }
+        assert_eq!(near, 36);
+    }
+
+    /// `Checks::at_most(t)` is true only where `Checks::z` is at most `t`: on random
+    /// checks whose quotients sit just below, at and just above `t` (a few ulps to
+    /// 10⁻⁶ apart), for the default settings and extreme ones; and it is true for
+    /// most of those clearly below.
+    #[test]
+    fn checks_at_most_bounds_z() {
+        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 11) as f64 / (1u64 << 53) as f64
+        };
+        // how far a quotient sits from t: a relative offset of up to 10⁻⁶ either
+        // way, or a few ulps, or well below
+        let off = |u: f64, v: f64| match (u * 4.0) as u32 {
+            0 => (v - 0.5) * 2e-6,
+            1 => (v - 0.5) * 1e-15,
+            2 => -v,
+            _ => -1.0,
+        };
+        let mut cfgs = vec![Config::default()];
+        for (gate, gap, spread) in [(1e-3, 1e-3, 1.0 + 1e-9), (1e6, 3.0, 1.5), (0.7, 1e5, 1e6)] {
+            let mut c = Config::default();
+            (c.gate_half, c.gap_half, c.spread_half) = (gate, gap, spread);
+            cfgs.push(c);
+        }
+        let (mut yes, mut clear) = (0usize, 0usize);
+        for cfg in &cfgs {
+            for _ in 0..400_000 {
+                let t = match (next() * 4.0) as u32 {
+                    0 => 0.0,
+                    1 => 10f64.powf(next() * 8.0 - 4.0),
+                    _ => next() * 3.0,
+                };
+                let b = 10f64.powf(next() * 12.0 - 6.0);
+                let point = (t * cfg.gate_half * b * (1.0 + off(next(), next())), b);
+                let b = 10f64.powf(next() * 12.0 - 6.0);
+                let jump = (t * cfg.gate_half * b * (1.0 + off(next(), next())), b);
+                let step = 1.0 + next() * 100.0;
+                let gap = if next() < 0.1 {
+                    (0.0, 0.0)
+                } else {
+                    (
+                        (t * cfg.gap_half * step * (1.0 + off(next(), next()))).max(0.0),
+                        step,
+                    )
+                };
+                // a spread ratio r with ln r / ln h near t
+                let den = 10f64.powf(next() * 12.0 - 6.0);
+                let r = (t * cfg.spread_half.ln() * (1.0 + off(next(), next()))).exp();
+                let spread = (den * r, den);
+                let o = off(next(), next());
+                let scale = |(a, b): (f64, f64)| ((a * (1.0 + o)).max(0.0), b);
+                let c = Checks {
+                    scaled: next() < 0.9,
+                    point: scale(point),
+                    jump: scale(jump),
+                    spread,
+                    gap,
+                };
+                let z = c.z(cfg);
+                if c.at_most(t, cfg) {
+                    assert!(z <= t, "z {z} above {t}: {cfg:?}");
+                    yes += 1;
+                }
+                clear += usize::from(z < t * (1.0 - 1e-8) && t > 1e-100);
+            }
+        }
+        // (the check itself is not vacuous: most of the clearly-below ones pass, all
+        // but those whose spread ratio is within the logarithms' bounds of `t`)
+        assert!(yes * 3 > clear * 2 && clear > 100_000, "{yes} of {clear}");
+    }
 
     /// Skipping the `exp` where the score is clearly below the bar changes nothing
     /// at or above it, and gives something below it where it was below: checked on a
