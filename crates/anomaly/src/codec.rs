@@ -47,7 +47,7 @@
 //! stored history) rather than restoring half a state.
 
 use crate::config::Config;
-use crate::detector::{Detector, State, VIEWS};
+use crate::detector::{Detector, Profile, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
 const VERSION: u8 = 4;
@@ -123,11 +123,12 @@ impl Detector {
         b.extend_from_slice(&st.usual_step.to_le_bytes());
         b.extend_from_slice(&st.first_ts.to_le_bytes());
         b.extend_from_slice(&self.config().season.to_le_bytes());
-        b.extend_from_slice(&(st.profile.len() as u32).to_le_bytes());
-        for (v, _) in &st.profile {
+        let profile = st.profile.cells(self.config().season_bins());
+        b.extend_from_slice(&(profile.len() as u32).to_le_bytes());
+        for (v, _) in &profile {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        b.extend(st.profile.iter().map(|(_, n)| *n));
+        b.extend(profile.iter().map(|(_, n)| *n));
         b.extend_from_slice(&st.resid_fast.to_le_bytes());
         b.extend_from_slice(&st.resid_usual.to_le_bytes());
         b.extend_from_slice(&st.resid_n.to_le_bytes());
@@ -158,8 +159,8 @@ impl Detector {
                 b.extend_from_slice(&v.to_le_bytes());
             }
             b.extend_from_slice(&u64::from(g.since_alarm).to_le_bytes());
-            b.push(u8::from(g.first_scored.is_some()));
-            b.extend_from_slice(&g.first_scored.unwrap_or(0).to_le_bytes());
+            b.push(u8::from(g.scored));
+            b.extend_from_slice(&(if g.scored { g.first_scored } else { 0 }).to_le_bytes());
             for v in [g.hi, g.lo] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
@@ -316,6 +317,7 @@ impl Detector {
         for (bin, &n) in profile.iter_mut().zip(r.take(len)?) {
             bin.1 = n;
         }
+        let profile = Profile::from_cells(profile);
         let resid_fast = f64::from_bits(r.u64()?);
         let resid_usual = f64::from_bits(r.u64()?);
         let resid_n = r.u32()?;
@@ -461,9 +463,10 @@ fn read_gate(
     let since_alarm = u32::try_from(r.u64()?)
         .map_err(|_| DecodeError::Invalid("first-stage points since the alarm", r.at - 8))?;
     let at = r.at;
+    // (kept with `NO_TS` for "none", which no point's time is: refused as one)
     let first_scored = match (r.u8()?, r.u64()? as i64) {
         (0, 0) => None,
-        (1, t) => Some(t),
+        (1, t) if t != crate::detector::NO_TS => Some(t),
         _ => return Err(DecodeError::Invalid("bad first-stage first score time", at)),
     };
     let (hi, lo) = if version == VERSION_TWO_STAGE_5 {
@@ -500,7 +503,7 @@ fn read_gate(
         flat_max,
         since_alarm,
         scored: first_scored.is_some(),
-        first_scored,
+        first_scored: first_scored.unwrap_or(crate::detector::NO_TS),
         zs: [0.0; 5],
     })
 }

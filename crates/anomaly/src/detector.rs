@@ -329,11 +329,11 @@ pub(crate) struct State {
     pub(crate) usual_step: f64,
     /// First accepted timestamp: the seasonal view waits for two seasons of history.
     pub(crate) first_ts: i64,
-    /// Seasonal profile: per phase bin of the season, the usual value (empty when the
-    /// seasonal view is off) and the points the bin has learnt from (saturating: a
-    /// bin's first points are averaged, later ones weighted by `Config::season_rate`);
-    /// side by side, so a point reads one cache line of it.
-    pub(crate) profile: Vec<(f64, u8)>,
+    /// Seasonal profile: per phase bin of the season, the usual value (not started
+    /// when the seasonal view is off) and the points the bin has learnt from
+    /// (saturating: a bin's first points are averaged, later ones weighted by
+    /// `Config::season_rate`).
+    pub(crate) profile: Profile,
     /// Recent mean of the residuals from the profile (about `short` points).
     pub(crate) resid_fast: f64,
     /// Long-run typical absolute residual from the profile.
@@ -363,6 +363,137 @@ pub(crate) struct State {
     /// The last `Config::local` values in ascending order, for the local view; not
     /// saved: rebuilt from the ring on restore.
     pub(crate) local_sorted: Vec<f64>,
+}
+
+/// The seasonal profile ([`State::profile`]): from the first point the seasonal view
+/// learns from, every bin at that point's value with no points learnt, but those that
+/// learnt since. The first two bins that learn are kept inline and the table of every
+/// bin (16 bytes a bin: 768 for the default 48) is made at the third: a young series
+/// (the first hour or two of 10-second points, whose blocks fall in one or two of the
+/// half-hour bins) holds none, which on a wide load is half of a new series' memory
+/// beyond its first stage. The values are those the full table holds.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Profile {
+    /// Not started: the seasonal view is off, or has learnt nothing yet.
+    Empty,
+    /// Every bin at `fill` with no points, but the first `len` of `few` (bin, value,
+    /// points).
+    Few {
+        fill: f64,
+        few: [(u16, u8, f64); 2],
+        len: u8,
+    },
+    /// Every bin: value and points.
+    All(Vec<(f64, u8)>),
+}
+
+impl Profile {
+    /// Whether it started (holds every bin).
+    pub(crate) fn started(&self) -> bool {
+        !matches!(self, Profile::Empty)
+    }
+
+    /// Starts it, every bin at `x` with no points; nothing once started.
+    pub(crate) fn start(&mut self, x: f64) {
+        if let Profile::Empty = self {
+            *self = Profile::Few {
+                fill: x,
+                few: [(0, 0, 0.0); 2],
+                len: 0,
+            };
+        }
+    }
+
+    /// The usual value of bin `b` (of a started profile; 0 before).
+    pub(crate) fn value(&self, b: usize) -> f64 {
+        match self {
+            Profile::Empty => 0.0,
+            Profile::Few { fill, few, len } => few[..usize::from(*len)]
+                .iter()
+                .find(|c| usize::from(c.0) == b)
+                .map_or(*fill, |c| c.2),
+            Profile::All(all) => all[b].0,
+        }
+    }
+
+    /// The value and points of bin `b` of a started profile of `bins` bins (at most
+    /// 4,096), to learn into.
+    pub(crate) fn bin_mut(&mut self, b: usize, bins: usize) -> (&mut f64, &mut u8) {
+        if let Profile::Few { fill, few, len } = self {
+            let n = usize::from(*len);
+            let at = few[..n].iter().position(|c| usize::from(c.0) == b);
+            match at {
+                Some(_) => {}
+                None if n < few.len() => {
+                    few[n] = (b as u16, 0, *fill);
+                    *len += 1;
+                }
+                None => {
+                    let mut all = vec![(*fill, 0); bins];
+                    for &(c, k, v) in few.iter() {
+                        all[usize::from(c)] = (v, k);
+                    }
+                    *self = Profile::All(all);
+                }
+            }
+        }
+        match self {
+            Profile::Few { few, len, .. } => {
+                let c = few[..usize::from(*len)]
+                    .iter_mut()
+                    .find(|c| usize::from(c.0) == b)
+                    .expect("bin kept");
+                (&mut c.2, &mut c.1)
+            }
+            Profile::All(all) => {
+                let c = &mut all[b];
+                (&mut c.0, &mut c.1)
+            }
+            Profile::Empty => panic!("profile not started"),
+        }
+    }
+
+    /// Every bin's value and points, in order: `bins` of them once started, none
+    /// before (the saved form).
+    pub(crate) fn cells(&self, bins: usize) -> Vec<(f64, u8)> {
+        match self {
+            Profile::Empty => Vec::new(),
+            Profile::All(all) => all.clone(),
+            Profile::Few { fill, few, len } => {
+                let mut all = vec![(*fill, 0); bins];
+                for &(c, k, v) in &few[..usize::from(*len)] {
+                    all[usize::from(c)] = (v, k);
+                }
+                all
+            }
+        }
+    }
+
+    /// The profile whose bins are `cells` (none: not started), inline where it can
+    /// be: where at most two bins learnt and the others all hold one value (as every
+    /// profile that [`Profile::cells`] gave does).
+    pub(crate) fn from_cells(cells: Vec<(f64, u8)>) -> Profile {
+        if cells.is_empty() {
+            return Profile::Empty;
+        }
+        let learnt: Vec<usize> = (0..cells.len()).filter(|&b| cells[b].1 > 0).collect();
+        let fill = cells.iter().find(|c| c.1 == 0).map_or(0.0, |c| c.0);
+        let alike = cells
+            .iter()
+            .all(|c| c.1 > 0 || c.0.to_bits() == fill.to_bits());
+        if learnt.len() > 2 || !alike || cells.len() > usize::from(u16::MAX) {
+            return Profile::All(cells);
+        }
+        let mut few = [(0, 0, 0.0); 2];
+        for (i, &b) in learnt.iter().enumerate() {
+            few[i] = (b as u16, cells[b].1, cells[b].0);
+        }
+        Profile::Few {
+            fill,
+            few,
+            len: learnt.len() as u8,
+        }
+    }
 }
 
 /// The largest magnitude of a value the detector takes; beyond it a value is ignored,
@@ -430,8 +561,12 @@ pub(crate) struct Gate {
     /// read `first_scored`.
     pub(crate) scored: bool,
     // Touched by few points: not among the lines the server fetches ahead.
-    /// Time of the first scored point.
-    pub(crate) first_scored: Option<i64>,
+    /// Time of the first scored point; [`NO_TS`] before it (`scored`). Eight bytes,
+    /// not an `Option`'s sixteen, so that [`Detector`]'s pointer to its second
+    /// stage, which only a block's last point reads, sits in the third cache line
+    /// of the server's slot with this struct's cold fields, and that point fetches
+    /// three lines, not four.
+    pub(crate) first_scored: i64,
     /// Late, repeated, out-of-order or non-finite points.
     pub(crate) ignored: u64,
     /// The first stage's surprises behind the last score (point, gap, flatline, step,
@@ -460,7 +595,7 @@ impl Default for Gate {
             flat_max: 0,
             count: 0,
             scored: false,
-            first_scored: None,
+            first_scored: NO_TS,
             ignored: 0,
             zs: [0.0; 5],
         }
@@ -481,7 +616,7 @@ pub struct Detector {
     pub(crate) gate: Gate,
     /// The full detector's state (the second stage's), boxed: a two-stage detector
     /// reads it once a block, so the detector itself is its settings and first stage
-    /// (192 bytes), which a caller with many series keeps side by side (the server's
+    /// (184 bytes), which a caller with many series keeps side by side (the server's
     /// huge pages).
     pub(crate) st: Box<State>,
 }
@@ -513,7 +648,7 @@ impl Detector {
             usual_step: 0.0,
             first_ts: 0,
             // allocated at the first point the seasonal view learns from
-            profile: Vec::new(),
+            profile: Profile::Empty,
             resid_fast: 0.0,
             resid_usual: 0.0,
             resid_n: 0,
@@ -562,7 +697,7 @@ impl Detector {
     /// Time of the first point given a score (the end of the warm-up), `None` before.
     pub fn first_scored(&self) -> Option<i64> {
         if self.cfg.two_stage() {
-            self.gate.first_scored
+            self.gate.scored.then_some(self.gate.first_scored)
         } else {
             self.st.first_scored
         }
@@ -816,7 +951,7 @@ impl Detector {
         };
         if !g.scored {
             g.scored = true;
-            g.first_scored = Some(ts);
+            g.first_scored = ts;
         }
         if raw >= cfg.alarm {
             g.since_alarm = 0;
@@ -955,10 +1090,10 @@ impl Detector {
     /// against the usual absolute residual, once two seasons were seen.
     fn season_z(&self, ts: i64, x: f64, eps: f64) -> (f64, f64) {
         let bins = self.cfg.season_bins();
-        if bins == 0 || self.st.profile.len() < bins {
+        if bins == 0 || !self.st.profile.started() {
             return (0.0, 0.0);
         }
-        let resid = x - self.st.profile[self.season_bin(ts)].0;
+        let resid = x - self.st.profile.value(self.season_bin(ts));
         let fast = self.st.resid_fast + (resid - self.st.resid_fast) / self.cfg.short as f64;
         if ts.saturating_sub(self.st.first_ts) < 2 * self.cfg.season as i64 {
             return (0.0, fast);
@@ -974,12 +1109,10 @@ impl Detector {
         if bins == 0 {
             return;
         }
-        if self.st.profile.len() < bins {
-            // Not yet a full profile: fill it with the first value.
-            self.st.profile.resize(bins, (x, 0));
-        }
+        // Not yet a full profile: fill it with the first value.
+        self.st.profile.start(x);
         let b = self.season_bin(ts);
-        let resid = x - self.st.profile[b].0;
+        let resid = x - self.st.profile.value(b);
         self.st.resid_fast += (resid - self.st.resid_fast) / self.cfg.short as f64;
         if ts.saturating_sub(self.st.first_ts) >= self.cfg.season as i64 {
             let u = self.st.resid_usual;
@@ -992,7 +1125,7 @@ impl Detector {
             self.st.resid_n = (n + 1).min(256);
             self.st.resid_usual += (d - u) / self.st.resid_n as f64;
         }
-        let (usual, n) = &mut self.st.profile[b];
+        let (usual, n) = self.st.profile.bin_mut(b, bins);
         *n = n.saturating_add(1);
         *usual += resid * self.cfg.season_rate.max(1.0 / *n as f64);
     }
@@ -1295,9 +1428,59 @@ fn kth_abs_dev(v: &[f64], mid: usize, k: usize) -> f64 {
 mod tests {
     use super::{
         half_one, half_one_or_below, insert_sorted, kth_abs_dev, quiet_below, replace_sorted,
-        spread_z, spread_z_at_most, Checks, WEIGHTS,
+        spread_z, spread_z_at_most, Checks, Profile, WEIGHTS,
     };
     use crate::config::Config;
+
+    /// The profile with its first two bins inline holds what the full table holds
+    /// (the table filled with the first value, then learnt into bin by bin), through
+    /// the third bin and beyond, and saved and restored at every step.
+    #[test]
+    fn profile_inline_matches_the_table() {
+        let mut rng: u64 = 7;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for bins in [1, 2, 3, 48, 4096] {
+            for _ in 0..200 {
+                let mut table: Vec<(f64, u8)> = Vec::new();
+                let mut p = Profile::Empty;
+                // a few bins, often the same ones (as a series' blocks fall)
+                let span = 1 + (next() % 4) as usize;
+                let base = (next() as usize) % bins;
+                for step in 0..12 {
+                    let b = (base + (next() as usize) % span) % bins;
+                    let x = (next() % 1000) as f64 / 7.0;
+                    if table.is_empty() {
+                        table.resize(bins, (x, 0));
+                    }
+                    p.start(x);
+                    let (usual, n) = &mut table[b];
+                    *n = n.saturating_add(1);
+                    *usual += (x - *usual) * 0.02f64.max(1.0 / *n as f64);
+                    let (usual, n) = p.bin_mut(b, bins);
+                    *n = n.saturating_add(1);
+                    *usual += (x - *usual) * 0.02f64.max(1.0 / *n as f64);
+                    assert_eq!(p.cells(bins), table, "bins {bins} step {step}");
+                    for (c, cell) in table.iter().enumerate().take(64) {
+                        assert_eq!(p.value(c).to_bits(), cell.0.to_bits());
+                    }
+                    if step % 3 == 0 {
+                        p = Profile::from_cells(p.cells(bins));
+                    }
+                }
+                let learnt = table.iter().filter(|c| c.1 > 0).count();
+                assert_eq!(matches!(p, Profile::All(_)), learnt > 2, "{p:?}");
+            }
+        }
+        assert!(!Profile::Empty.started() && Profile::from_cells(Vec::new()) == Profile::Empty);
+        // bins that learnt nothing but hold different values: kept as a table
+        let odd = vec![(1.0, 0), (2.0, 0), (3.0, 1)];
+        assert_eq!(Profile::from_cells(odd.clone()), Profile::All(odd));
+    }
 
     /// The learning weights' table holds what the division gives.
     #[test]
