@@ -395,7 +395,7 @@ impl Engine {
                 Slot::Watched(WatchedBox::new(Watched {
                     name: name.into(),
                     rule,
-                    det: Detector::new(self.rules.0[rule].config.clone()),
+                    det: self.rules.0[rule].fresh.clone(),
                     tracker: None,
                     open: false,
                     needs_history: !self.fresh_store,
