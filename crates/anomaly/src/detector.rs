@@ -376,8 +376,8 @@ pub(crate) struct State {
 pub(crate) enum Profile {
     /// Not started: the seasonal view is off, or has learnt nothing yet.
     Empty,
-    /// Every bin at `fill` with no points, but the first `len` of `few` (bin, value,
-    /// points).
+    /// Every bin at `fill` with no points, but the first `len` of `few` (bin, points,
+    /// value).
     Few {
         fill: f64,
         few: [(u16, u8, f64); 2],
