@@ -123,12 +123,13 @@ impl Detector {
         b.extend_from_slice(&st.usual_step.to_le_bytes());
         b.extend_from_slice(&st.first_ts.to_le_bytes());
         b.extend_from_slice(&self.config().season.to_le_bytes());
-        let profile = st.profile.cells(self.config().season_bins());
-        b.extend_from_slice(&(profile.len() as u32).to_le_bytes());
-        for (v, _) in &profile {
+        let bins = self.config().season_bins();
+        let profile = || st.profile.cells(bins);
+        b.extend_from_slice(&(profile().count() as u32).to_le_bytes());
+        for (v, _) in profile() {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        b.extend(profile.iter().map(|(_, n)| *n));
+        b.extend(profile().map(|(_, n)| n));
         b.extend_from_slice(&st.resid_fast.to_le_bytes());
         b.extend_from_slice(&st.resid_usual.to_le_bytes());
         b.extend_from_slice(&st.resid_n.to_le_bytes());

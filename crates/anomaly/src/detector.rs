@@ -455,18 +455,16 @@ impl Profile {
 
     /// Every bin's value and points, in order: `bins` of them once started, none
     /// before (the saved form).
-    pub(crate) fn cells(&self, bins: usize) -> Vec<(f64, u8)> {
-        match self {
-            Profile::Empty => Vec::new(),
-            Profile::All(all) => all.clone(),
-            Profile::Few { fill, few, len } => {
-                let mut all = vec![(*fill, 0); bins];
-                for &(c, k, v) in &few[..usize::from(*len)] {
-                    all[usize::from(c)] = (v, k);
-                }
-                all
-            }
-        }
+    pub(crate) fn cells(&self, bins: usize) -> impl Iterator<Item = (f64, u8)> + '_ {
+        let n = if self.started() { bins } else { 0 };
+        (0..n).map(move |b| match self {
+            Profile::All(all) => all[b],
+            Profile::Few { fill, few, len } => few[..usize::from(*len)]
+                .iter()
+                .find(|c| usize::from(c.0) == b)
+                .map_or((*fill, 0), |c| (c.2, c.1)),
+            Profile::Empty => unreachable!("not started: no bins"),
+        })
     }
 
     /// The profile whose bins are `cells` (none: not started), inline where it can
@@ -1464,12 +1462,16 @@ mod tests {
                     let (usual, n) = p.bin_mut(b, bins);
                     *n = n.saturating_add(1);
                     *usual += (x - *usual) * 0.02f64.max(1.0 / *n as f64);
-                    assert_eq!(p.cells(bins), table, "bins {bins} step {step}");
+                    assert_eq!(
+                        p.cells(bins).collect::<Vec<_>>(),
+                        table,
+                        "bins {bins} step {step}"
+                    );
                     for (c, cell) in table.iter().enumerate().take(64) {
                         assert_eq!(p.value(c).to_bits(), cell.0.to_bits());
                     }
                     if step % 3 == 0 {
-                        p = Profile::from_cells(p.cells(bins));
+                        p = Profile::from_cells(p.cells(bins).collect());
                     }
                 }
                 let learnt = table.iter().filter(|c| c.1 > 0).count();
