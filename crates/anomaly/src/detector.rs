@@ -190,7 +190,10 @@ impl Checks {
     /// roundings on either side: a few ulps), and the spread check's `ln r / ln half`
     /// bounded as in [`spread_z_at_most`] (`ln r ≤ r − 1`, with `r` rounded up by an
     /// ulp at most). False where it cannot tell, and for a `t` so small that the
-    /// products could leave the normal range (then `z` is computed).
+    /// products could leave the normal range (then `z` is computed). The numerators
+    /// are finite (differences of values within ±[`LARGEST`], and times), so a right
+    /// side that overflows is above them; a spread check's left side that overflows
+    /// tells nothing (settings near 10³⁰⁰).
     fn at_most(&self, t: f64, cfg: &Config) -> bool {
         let m = t * (1.0 - 1e-9);
         // (a NaN fails the gap check below)
@@ -204,10 +207,12 @@ impl Checks {
         let gap = self.gap.0 <= m * cfg.gap_half * self.gap.1;
         let (num, den) = self.spread;
         let h = cfg.spread_half;
-        // (num ≤ den: a ratio of at most 1, which the spread check scores 0)
-        let spread = !self.scaled
-            || num <= den
-            || (num - den + num * 1e-15) * (h + 1.0) <= m * 2.0 * (h - 1.0) * den;
+        // (num ≤ den: a ratio of at most 1, which the spread check scores 0; a left
+        // side that overflows tells nothing, a right side that does is above it)
+        let spread = !self.scaled || num <= den || {
+            let left = (num - den + num * 1e-15) * (h + 1.0);
+            left.is_finite() && left <= m * 2.0 * (h - 1.0) * den
+        };
         point_jump && gap && spread
     }
 
@@ -1543,7 +1548,12 @@ mod tests {
             _ => -1.0,
         };
         let mut cfgs = vec![Config::default()];
-        for (gate, gap, spread) in [(1e-3, 1e-3, 1.0 + 1e-9), (1e6, 3.0, 1.5), (0.7, 1e5, 1e6)] {
+        for (gate, gap, spread) in [
+            (1e-3, 1e-3, 1.0 + 1e-9),
+            (1e6, 3.0, 1.5),
+            (0.7, 1e5, 1e6),
+            (1e300, 1e300, 1e300),
+        ] {
             let mut c = Config::default();
             (c.gate_half, c.gap_half, c.spread_half) = (gate, gap, spread);
             cfgs.push(c);
@@ -1565,16 +1575,18 @@ mod tests {
                     (0.0, 0.0)
                 } else {
                     (
-                        (t * cfg.gap_half * step * (1.0 + off(next(), next()))).max(0.0),
+                        (t * cfg.gap_half * step * (1.0 + off(next(), next()))).clamp(0.0, 1e19),
                         step,
                     )
                 };
                 // a spread ratio r with ln r / ln h near t
-                let den = 10f64.powf(next() * 12.0 - 6.0);
+                let den = 10f64.powf(next() * 18.0 - 9.0);
                 let r = (t * cfg.spread_half.ln() * (1.0 + off(next(), next()))).exp();
-                let spread = (den * r, den);
+                // (the recent step is a finite value's, as the first stage's is)
+                let spread = ((den * r).min(1e300), den);
                 let o = off(next(), next());
-                let scale = |(a, b): (f64, f64)| ((a * (1.0 + o)).max(0.0), b);
+                // (the differences of values within ±10³⁰⁰, as the first stage's are)
+                let scale = |(a, b): (f64, f64)| ((a * (1.0 + o)).clamp(0.0, 2e300), b);
                 let c = Checks {
                     scaled: next() < 0.9,
                     point: scale(point),
@@ -1591,8 +1603,9 @@ mod tests {
             }
         }
         // (the check itself is not vacuous: most of the clearly-below ones pass, all
-        // but those whose spread ratio is within the logarithms' bounds of `t`)
-        assert!(yes * 3 > clear * 2 && clear > 100_000, "{yes} of {clear}");
+        // but those whose spread ratio is within the logarithms' bounds of `t` and,
+        // with settings of 10³⁰⁰, those whose products overflow)
+        assert!(yes * 2 > clear && clear > 100_000, "{yes} of {clear}");
     }
 
     /// Skipping the `exp` where the score is clearly below the bar changes nothing
