@@ -54,7 +54,7 @@
 //! stored history) rather than restoring half a state.
 
 use crate::config::Config;
-use crate::detector::{Detector, State, VIEWS};
+use crate::detector::{Detector, Profile, State, VIEWS};
 
 const MAGIC: &[u8; 7] = b"SUMIANO";
 const VERSION: u8 = 4;
@@ -133,11 +133,13 @@ impl Detector {
         b.extend_from_slice(&st.usual_step.to_le_bytes());
         b.extend_from_slice(&st.first_ts.to_le_bytes());
         b.extend_from_slice(&self.config().season.to_le_bytes());
-        b.extend_from_slice(&(st.profile.len() as u32).to_le_bytes());
-        for (v, _) in &st.profile {
+        let bins = self.config().season_bins();
+        let profile = || st.profile.cells(bins);
+        b.extend_from_slice(&(profile().count() as u32).to_le_bytes());
+        for (v, _) in profile() {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        b.extend(st.profile.iter().map(|(_, n)| *n));
+        b.extend(profile().map(|(_, n)| n));
         b.extend_from_slice(&st.resid_fast.to_le_bytes());
         b.extend_from_slice(&st.resid_usual.to_le_bytes());
         b.extend_from_slice(&st.resid_n.to_le_bytes());
@@ -168,8 +170,8 @@ impl Detector {
                 b.extend_from_slice(&v.to_le_bytes());
             }
             b.extend_from_slice(&u64::from(g.since_alarm).to_le_bytes());
-            b.push(u8::from(g.first_scored.is_some()));
-            b.extend_from_slice(&g.first_scored.unwrap_or(0).to_le_bytes());
+            b.push(u8::from(g.scored));
+            b.extend_from_slice(&(if g.scored { g.first_scored } else { 0 }).to_le_bytes());
             for v in [g.hi, g.lo] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
@@ -329,6 +331,7 @@ impl Detector {
         for (bin, &n) in profile.iter_mut().zip(r.take(len)?) {
             bin.1 = n;
         }
+        let profile = Profile::from_cells(profile);
         let resid_fast = f64::from_bits(r.u64()?);
         let resid_usual = f64::from_bits(r.u64()?);
         let resid_n = r.u32()?;
@@ -508,9 +511,10 @@ fn read_gate(
     let since_alarm = u32::try_from(r.u64()?)
         .map_err(|_| DecodeError::Invalid("first-stage points since the alarm", r.at - 8))?;
     let at = r.at;
+    // (kept with `NO_TS` for "none", which no point's time is: refused as one)
     let first_scored = match (r.u8()?, r.u64()? as i64) {
         (0, 0) => None,
-        (1, t) => Some(t),
+        (1, t) if t != crate::detector::NO_TS => Some(t),
         _ => return Err(DecodeError::Invalid("bad first-stage first score time", at)),
     };
     let (hi, lo) = if version == VERSION_TWO_STAGE_5 {
@@ -547,7 +551,7 @@ fn read_gate(
         flat_max,
         since_alarm,
         scored: first_scored.is_some(),
-        first_scored,
+        first_scored: first_scored.unwrap_or(crate::detector::NO_TS),
         zs: [0.0; 5],
     })
 }

@@ -118,6 +118,140 @@ fn spread_z_at_most(r: f64, half: f64) -> f64 {
     }
 }
 
+/// `1 / (k + 1)` for `k` below 32: the first stage's learning weights over its first
+/// points, the same values as the division gives (correctly rounded at compile time
+/// as at run time), without a division a point.
+const WEIGHTS: [f64; 32] = {
+    let mut w = [0.0; 32];
+    let mut k = 0;
+    while k < 32 {
+        w[k] = 1.0 / (k + 1) as f64;
+        k += 1;
+    }
+    w
+};
+
+/// A bar on the first stage's surprise `z` below which its score is 0: where `z` is at
+/// most it, `half_one_or_below(z / peak, quiet)` gives 0. From its own test,
+/// `z² ln 2 / peak² < 0.99 quiet − 10⁻¹²`, with a margin of 10⁻⁶ (far above the
+/// roundings of the division, the square and the bar's own: a few ulps). `None`
+/// where that test never passes (a `quiet` of at most 10⁻¹²).
+fn quiet_below(peak: f64, quiet: f64) -> Option<f64> {
+    // as `half_one_or_below` computes it
+    let bar = 0.99 * quiet - 1e-12;
+    (bar > 0.0).then(|| (bar / std::f64::consts::LN_2).sqrt() * peak * (1.0 - 1e-6))
+}
+
+/// One point's first-stage checks, their quotients kept as numerator and denominator
+/// (taken before the point is learnt): divided only where a score or an explanation
+/// needs them. The point and step checks are divided by `Config::gate_half`, the gap
+/// check by `Config::gap_half`; the spread check is a ratio (`spread_z`).
+struct Checks {
+    /// Whether the point, step and spread checks count (8 points seen; 0 before).
+    scaled: bool,
+    /// `|x − level|` and the deviation (at least the floor).
+    point: (f64, f64),
+    /// `|x − prev|` and the usual step (at least the floor).
+    jump: (f64, f64),
+    /// The recent and the usual step, both plus the floor.
+    spread: (f64, f64),
+    /// The time since the previous point and the usual time between points; `(0, 0)`
+    /// for none (the first point, or no usual time yet).
+    gap: (f64, f64),
+}
+
+impl Checks {
+    /// The point and step checks' surprise: the larger quotient divided once by
+    /// `gate_half` is the larger of the two divided apart (a division by a positive
+    /// number keeps the order, after rounding too).
+    fn point_jump(&self, cfg: &Config) -> f64 {
+        let (q_point, q_jump) = self.quotients();
+        q_point.max(q_jump) / cfg.gate_half
+    }
+
+    fn quotients(&self) -> (f64, f64) {
+        if self.scaled {
+            (self.point.0 / self.point.1, self.jump.0 / self.jump.1)
+        } else {
+            (0.0, 0.0)
+        }
+    }
+
+    fn gap(&self, cfg: &Config) -> f64 {
+        if self.gap.1 > 0.0 {
+            self.gap.0 / self.gap.1 / cfg.gap_half
+        } else {
+            0.0
+        }
+    }
+
+    fn spread_ratio(&self) -> f64 {
+        if self.scaled {
+            self.spread.0 / self.spread.1
+        } else {
+            0.0
+        }
+    }
+
+    /// The first stage's surprise (but the flatline's): the largest of the checks'.
+    /// The spread check's two logarithms only where its surprise could be the
+    /// largest (about half the points of a random walk have a ratio above 1): below
+    /// the other checks' it leaves `z` as it is.
+    fn z(&self, cfg: &Config) -> f64 {
+        let z_other = self.point_jump(cfg).max(self.gap(cfg));
+        let r = self.spread_ratio();
+        if spread_z_at_most(r, cfg.spread_half) <= z_other {
+            z_other
+        } else {
+            z_other.max(spread_z(r, cfg.spread_half))
+        }
+    }
+
+    /// Whether [`Checks::z`] is at most `t` (≥ 0), decided by multiplications: `a /
+    /// b / half ≤ t` where `a ≤ t · half · b` less a margin of 10⁻⁹ (far above the
+    /// roundings on either side: a few ulps), and the spread check's `ln r / ln half`
+    /// bounded as in [`spread_z_at_most`] (`ln r ≤ r − 1`, with `r` rounded up by an
+    /// ulp at most). False where it cannot tell, and for a `t` so small that the
+    /// products could leave the normal range (then `z` is computed). The numerators
+    /// are finite (differences of values within ±[`LARGEST`], and times), so a right
+    /// side that overflows is above them; a spread check's left side that overflows
+    /// tells nothing (settings near 10³⁰⁰).
+    fn at_most(&self, t: f64, cfg: &Config) -> bool {
+        let m = t * (1.0 - 1e-9);
+        // (a NaN fails the gap check below)
+        if m * cfg.gate_half.min(cfg.gap_half) < 1e-200 {
+            return false;
+        }
+        let mg = m * cfg.gate_half;
+        let point_jump =
+            !self.scaled || (self.point.0 <= mg * self.point.1 && self.jump.0 <= mg * self.jump.1);
+        // (`gap.1` is 0 or the usual time between points, at least a second)
+        let gap = self.gap.0 <= m * cfg.gap_half * self.gap.1;
+        let (num, den) = self.spread;
+        let h = cfg.spread_half;
+        // (num ≤ den: a ratio of at most 1, which the spread check scores 0; a left
+        // side that overflows tells nothing, a right side that does is above it)
+        let spread = !self.scaled || num <= den || {
+            let left = (num - den + num * 1e-15) * (h + 1.0);
+            left.is_finite() && left <= m * 2.0 * (h - 1.0) * den
+        };
+        point_jump && gap && spread
+    }
+
+    /// The surprises kept for an explanation (point, gap, flatline, step, spread), the
+    /// flatline's being `z_flat`.
+    fn explained(&self, z_flat: f64, cfg: &Config) -> [f64; 5] {
+        let (q_point, q_jump) = self.quotients();
+        [
+            q_point / cfg.gate_half,
+            self.gap(cfg),
+            z_flat,
+            q_jump / cfg.gate_half,
+            spread_z(self.spread_ratio(), cfg.spread_half),
+        ]
+    }
+}
+
 impl Views {
     /// The view scores of the surprises `zs` (point, level, spread, pattern, gap,
     /// season, local; the point view reports the larger of the point and local ones).
@@ -222,11 +356,11 @@ pub(crate) struct State {
     pub(crate) usual_step: f64,
     /// First accepted timestamp: the seasonal view waits for two seasons of history.
     pub(crate) first_ts: i64,
-    /// Seasonal profile: per phase bin of the season, the usual value (empty when the
-    /// seasonal view is off) and the points the bin has learnt from (saturating: a
-    /// bin's first points are averaged, later ones weighted by `Config::season_rate`);
-    /// side by side, so a point reads one cache line of it.
-    pub(crate) profile: Vec<(f64, u8)>,
+    /// Seasonal profile: per phase bin of the season, the usual value (not started
+    /// when the seasonal view is off) and the points the bin has learnt from
+    /// (saturating: a bin's first points are averaged, later ones weighted by
+    /// `Config::season_rate`).
+    pub(crate) profile: Profile,
     /// Recent mean of the residuals from the profile (about `short` points).
     pub(crate) resid_fast: f64,
     /// Long-run typical absolute residual from the profile.
@@ -259,6 +393,135 @@ pub(crate) struct State {
     /// The last `Config::local` values in ascending order, for the local view; not
     /// saved: rebuilt from the ring on restore.
     pub(crate) local_sorted: Vec<f64>,
+}
+
+/// The seasonal profile ([`State::profile`]): from the first point the seasonal view
+/// learns from, every bin at that point's value with no points learnt, but those that
+/// learnt since. The first two bins that learn are kept inline and the table of every
+/// bin (16 bytes a bin: 768 for the default 48) is made at the third: a young series
+/// (the first hour or two of 10-second points, whose blocks fall in one or two of the
+/// half-hour bins) holds none, which on a wide load is half of a new series' memory
+/// beyond its first stage. The values are those the full table holds.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Profile {
+    /// Not started: the seasonal view is off, or has learnt nothing yet.
+    Empty,
+    /// Every bin at `fill` with no points, but the first `len` of `few` (bin, points,
+    /// value).
+    Few {
+        fill: f64,
+        few: [(u16, u8, f64); 2],
+        len: u8,
+    },
+    /// Every bin: value and points.
+    All(Vec<(f64, u8)>),
+}
+
+impl Profile {
+    /// Whether it started (holds every bin).
+    pub(crate) fn started(&self) -> bool {
+        !matches!(self, Profile::Empty)
+    }
+
+    /// Starts it, every bin at `x` with no points; nothing once started.
+    pub(crate) fn start(&mut self, x: f64) {
+        if let Profile::Empty = self {
+            *self = Profile::Few {
+                fill: x,
+                few: [(0, 0, 0.0); 2],
+                len: 0,
+            };
+        }
+    }
+
+    /// The usual value of bin `b` (of a started profile; 0 before).
+    pub(crate) fn value(&self, b: usize) -> f64 {
+        match self {
+            Profile::Empty => 0.0,
+            Profile::Few { fill, few, len } => few[..usize::from(*len)]
+                .iter()
+                .find(|c| usize::from(c.0) == b)
+                .map_or(*fill, |c| c.2),
+            Profile::All(all) => all[b].0,
+        }
+    }
+
+    /// The value and points of bin `b` of a started profile of `bins` bins (at most
+    /// 4,096), to learn into.
+    pub(crate) fn bin_mut(&mut self, b: usize, bins: usize) -> (&mut f64, &mut u8) {
+        if let Profile::Few { fill, few, len } = self {
+            let n = usize::from(*len);
+            let at = few[..n].iter().position(|c| usize::from(c.0) == b);
+            match at {
+                Some(_) => {}
+                None if n < few.len() => {
+                    few[n] = (b as u16, 0, *fill);
+                    *len += 1;
+                }
+                None => {
+                    let mut all = vec![(*fill, 0); bins];
+                    for &(c, k, v) in few.iter() {
+                        all[usize::from(c)] = (v, k);
+                    }
+                    *self = Profile::All(all);
+                }
+            }
+        }
+        match self {
+            Profile::Few { few, len, .. } => {
+                let c = few[..usize::from(*len)]
+                    .iter_mut()
+                    .find(|c| usize::from(c.0) == b)
+                    .expect("bin kept");
+                (&mut c.2, &mut c.1)
+            }
+            Profile::All(all) => {
+                let c = &mut all[b];
+                (&mut c.0, &mut c.1)
+            }
+            Profile::Empty => panic!("profile not started"),
+        }
+    }
+
+    /// Every bin's value and points, in order: `bins` of them once started, none
+    /// before (the saved form).
+    pub(crate) fn cells(&self, bins: usize) -> impl Iterator<Item = (f64, u8)> + '_ {
+        let n = if self.started() { bins } else { 0 };
+        (0..n).map(move |b| match self {
+            Profile::All(all) => all[b],
+            Profile::Few { fill, few, len } => few[..usize::from(*len)]
+                .iter()
+                .find(|c| usize::from(c.0) == b)
+                .map_or((*fill, 0), |c| (c.2, c.1)),
+            Profile::Empty => unreachable!("not started: no bins"),
+        })
+    }
+
+    /// The profile whose bins are `cells` (none: not started), inline where it can
+    /// be: where at most two bins learnt and the others all hold one value (as every
+    /// profile that [`Profile::cells`] gave does).
+    pub(crate) fn from_cells(cells: Vec<(f64, u8)>) -> Profile {
+        if cells.is_empty() {
+            return Profile::Empty;
+        }
+        let learnt: Vec<usize> = (0..cells.len()).filter(|&b| cells[b].1 > 0).collect();
+        let fill = cells.iter().find(|c| c.1 == 0).map_or(0.0, |c| c.0);
+        let alike = cells
+            .iter()
+            .all(|c| c.1 > 0 || c.0.to_bits() == fill.to_bits());
+        if learnt.len() > 2 || !alike || cells.len() > usize::from(u16::MAX) {
+            return Profile::All(cells);
+        }
+        let mut few = [(0, 0, 0.0); 2];
+        for (i, &b) in learnt.iter().enumerate() {
+            few[i] = (b as u16, cells[b].1, cells[b].0);
+        }
+        Profile::Few {
+            fill,
+            few,
+            len: learnt.len() as u8,
+        }
+    }
 }
 
 /// The largest magnitude of a value the detector takes; beyond it a value is ignored,
@@ -326,8 +589,12 @@ pub(crate) struct Gate {
     /// read `first_scored`.
     pub(crate) scored: bool,
     // Touched by few points: not among the lines the server fetches ahead.
-    /// Time of the first scored point.
-    pub(crate) first_scored: Option<i64>,
+    /// Time of the first scored point; [`NO_TS`] before it (`scored`). Eight bytes,
+    /// not an `Option`'s sixteen, so that [`Detector`]'s pointer to its second
+    /// stage, which only a block's last point reads, sits in the third cache line
+    /// of the server's slot with this struct's cold fields, and that point fetches
+    /// three lines, not four.
+    pub(crate) first_scored: i64,
     /// Late, repeated, out-of-order or non-finite points.
     pub(crate) ignored: u64,
     /// The first stage's surprises behind the last score (point, gap, flatline, step,
@@ -356,7 +623,7 @@ impl Default for Gate {
             flat_max: 0,
             count: 0,
             scored: false,
-            first_scored: None,
+            first_scored: NO_TS,
             ignored: 0,
             zs: [0.0; 5],
         }
@@ -377,7 +644,7 @@ pub struct Detector {
     pub(crate) gate: Gate,
     /// The full detector's state (the second stage's), boxed: a two-stage detector
     /// reads it once a block, so the detector itself is its settings and first stage
-    /// (192 bytes), which a caller with many series keeps side by side (the server's
+    /// (184 bytes), which a caller with many series keeps side by side (the server's
     /// huge pages).
     pub(crate) st: Box<State>,
 }
@@ -409,7 +676,7 @@ impl Detector {
             usual_step: 0.0,
             first_ts: 0,
             // allocated at the first point the seasonal view learns from
-            profile: Vec::new(),
+            profile: Profile::Empty,
             resid_fast: 0.0,
             resid_usual: 0.0,
             resid_n: 0,
@@ -459,7 +726,7 @@ impl Detector {
     /// Time of the first point given a score (the end of the warm-up), `None` before.
     pub fn first_scored(&self) -> Option<i64> {
         if self.cfg.two_stage() {
-            self.gate.first_scored
+            self.gate.scored.then_some(self.gate.first_scored)
         } else {
             self.st.first_scored
         }
@@ -573,30 +840,25 @@ impl Detector {
         }
         let cfg = &self.cfg;
         let dt = (g.last_ts != NO_TS).then(|| ts.saturating_sub(g.last_ts) as f64);
-        let z_gap = match dt {
-            Some(dt) if g.step > 0.0 => dt / g.step / cfg.gap_half,
-            _ => 0.0,
+        let floor = 1e-9 * (1.0 + g.level.abs());
+        let d = (x - g.prev).abs();
+        let fast = g.jump_fast + (d - g.jump_fast) / 8.0;
+        // The checks' quotients, kept undivided: a warm-up point's are not used (but
+        // for an explanation), and an ordinary point's only through comparisons that
+        // multiplications decide (`Checks::at_most`).
+        let checks = Checks {
+            scaled: g.seen >= 8,
+            point: ((x - g.level).abs(), g.dev.max(floor)),
+            jump: (d, g.jump.max(floor)),
+            spread: (fast + floor, g.jump + floor),
+            gap: match dt {
+                Some(dt) if g.step > 0.0 => (dt, g.step),
+                _ => (0.0, 0.0),
+            },
         };
         if let Some(dt) = dt {
             g.step = next_step(g.step, dt);
         }
-        let floor = 1e-9 * (1.0 + g.level.abs());
-        let d = (x - g.prev).abs();
-        let fast = g.jump_fast + (d - g.jump_fast) / 8.0;
-        // The point and step checks share their last division: the larger of the
-        // two quotients divided once is the larger of the two divided apart (a
-        // division by a positive number keeps the order, after rounding too), so
-        // each is divided on its own only for an explanation.
-        let (q_point, q_jump, r_spread) = if g.seen >= 8 {
-            (
-                (x - g.level).abs() / g.dev.max(floor),
-                d / g.jump.max(floor),
-                (fast + floor) / (g.jump + floor),
-            )
-        } else {
-            (0.0, 0.0, 0.0)
-        };
-        let z_point_jump = q_point.max(q_jump) / cfg.gate_half;
         if g.seen > 0 && x == g.prev {
             g.flat_run = g.flat_run.saturating_add(1);
         } else {
@@ -611,29 +873,35 @@ impl Detector {
         };
         // A flatline's surprise grows point by point, so its own past peak would keep
         // up with it: it is scored as it is, not against the peak.
-        // The spread check's two logarithms only where its surprise could be the
-        // largest (about half the points of a random walk have a ratio above 1):
-        // below the other checks' it leaves `z` as it is.
-        let z_other = z_point_jump.max(z_gap);
-        let z = if spread_z_at_most(r_spread, cfg.spread_half) <= z_other {
-            z_other
-        } else {
-            z_other.max(spread_z(r_spread, cfg.spread_half))
-        };
         let first = if g.seen >= cfg.warmup as u64 {
             let peak = g.peak.max(cfg.peak_floor);
-            let r = z / peak;
-            // Below `quiet` (at most `alarm`) this score is only compared with the
-            // two, and comes out as 0 or under the second stage's: where it clearly
-            // is below, it is not computed (most points: no `exp`).
-            let s = half_one_or_below(r, cfg.quiet);
-            let incident = u64::from(g.since_alarm) < cfg.suppress as u64 || s >= cfg.alarm;
-            let zc = if incident && cfg.incident_cap > 0.0 {
-                z.min(cfg.incident_cap * peak)
-            } else {
-                z
+            let decayed = g.peak * cfg.peak_decay;
+            // Most points: the surprise is provably below both the `quiet` bar (the
+            // score is 0, as `half_one_or_below` gives) and the decayed peak (which
+            // is then the new peak, as the `max` gives), so it is not computed.
+            let z = match quiet_below(peak, cfg.quiet) {
+                Some(bar) if checks.at_most(bar.min(decayed), cfg) => None,
+                _ => Some(checks.z(cfg)),
             };
-            g.peak = (g.peak * cfg.peak_decay).max(zc);
+            let s = match z {
+                // Below `quiet` (at most `alarm`) this score is only compared with
+                // the two, and comes out as 0 or under the second stage's: where it
+                // clearly is below, it is not computed (most points: no `exp`).
+                Some(z) => half_one_or_below(z / peak, cfg.quiet),
+                None => 0.0,
+            };
+            let incident = u64::from(g.since_alarm) < cfg.suppress as u64 || s >= cfg.alarm;
+            g.peak = match z {
+                Some(z) => {
+                    let zc = if incident && cfg.incident_cap > 0.0 {
+                        z.min(cfg.incident_cap * peak)
+                    } else {
+                        z
+                    };
+                    decayed.max(zc)
+                }
+                None => decayed,
+            };
             Some(s.max(flat_score(z_flat, cfg.alarm)))
         } else {
             None
@@ -647,7 +915,8 @@ impl Detector {
             let w = if g.seen >= 31 {
                 1.0 / 32.0
             } else {
-                1.0 / (g.seen + 1) as f64
+                // 1 / (seen + 1), as the division gives
+                WEIGHTS[g.seen as usize]
             };
             let r = x - g.level;
             let (rc, ac) = if g.seen >= 8 {
@@ -724,7 +993,10 @@ impl Detector {
                         .is_some_and(|(top, bottom)| bottom <= x && x <= top)
                     && g.dev > floor
                     && flat_score(z_flat, cfg.alarm) < cfg.alarm
-                    && z_gap < z_point_jump.max(spread_z(r_spread, cfg.spread_half)) =>
+                    && checks.gap(cfg)
+                        < checks
+                            .point_jump(cfg)
+                            .max(spread_z(checks.spread_ratio(), cfg.spread_half)) =>
             {
                 Some(0.0)
             }
@@ -738,15 +1010,7 @@ impl Detector {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
-        let zs = || {
-            [
-                q_point / cfg.gate_half,
-                z_gap,
-                z_flat,
-                q_jump / cfg.gate_half,
-                spread_z(r_spread, cfg.spread_half),
-            ]
-        };
+        let zs = || checks.explained(z_flat, cfg);
         let Some(raw) = raw else {
             if explain {
                 g.zs = zs();
@@ -760,7 +1024,7 @@ impl Detector {
         };
         if !g.scored {
             g.scored = true;
-            g.first_scored = Some(ts);
+            g.first_scored = ts;
         }
         if raw >= cfg.alarm {
             g.since_alarm = 0;
@@ -938,10 +1202,10 @@ impl Detector {
     /// against the usual absolute residual, once two seasons were seen.
     fn season_z(&self, ts: i64, x: f64, eps: f64) -> (f64, f64) {
         let bins = self.cfg.season_bins();
-        if bins == 0 || self.st.profile.len() < bins {
+        if bins == 0 || !self.st.profile.started() {
             return (0.0, 0.0);
         }
-        let resid = x - self.st.profile[self.season_bin(ts)].0;
+        let resid = x - self.st.profile.value(self.season_bin(ts));
         let fast = self.st.resid_fast + (resid - self.st.resid_fast) / self.cfg.short as f64;
         if ts.saturating_sub(self.st.first_ts) < 2 * self.cfg.season as i64 {
             return (0.0, fast);
@@ -957,12 +1221,10 @@ impl Detector {
         if bins == 0 {
             return;
         }
-        if self.st.profile.len() < bins {
-            // Not yet a full profile: fill it with the first value.
-            self.st.profile.resize(bins, (x, 0));
-        }
+        // Not yet a full profile: fill it with the first value.
+        self.st.profile.start(x);
         let b = self.season_bin(ts);
-        let resid = x - self.st.profile[b].0;
+        let resid = x - self.st.profile.value(b);
         self.st.resid_fast += (resid - self.st.resid_fast) / self.cfg.short as f64;
         if ts.saturating_sub(self.st.first_ts) >= self.cfg.season as i64 {
             let u = self.st.resid_usual;
@@ -975,7 +1237,7 @@ impl Detector {
             self.st.resid_n = (n + 1).min(256);
             self.st.resid_usual += (d - u) / self.st.resid_n as f64;
         }
-        let (usual, n) = &mut self.st.profile[b];
+        let (usual, n) = self.st.profile.bin_mut(b, bins);
         *n = n.saturating_add(1);
         *usual += resid * self.cfg.season_rate.max(1.0 / *n as f64);
     }
@@ -1277,9 +1539,183 @@ fn kth_abs_dev(v: &[f64], mid: usize, k: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::{
-        half_one, half_one_or_below, insert_sorted, kth_abs_dev, replace_sorted, spread_z,
-        spread_z_at_most,
+        half_one, half_one_or_below, insert_sorted, kth_abs_dev, quiet_below, replace_sorted,
+        spread_z, spread_z_at_most, Checks, Profile, WEIGHTS,
     };
+    use crate::config::Config;
+
+    /// The profile with its first two bins inline holds what the full table holds
+    /// (the table filled with the first value, then learnt into bin by bin), through
+    /// the third bin and beyond, and saved and restored at every step.
+    #[test]
+    fn profile_inline_matches_the_table() {
+        let mut rng: u64 = 7;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for bins in [1, 2, 3, 48, 4096] {
+            for _ in 0..200 {
+                let mut table: Vec<(f64, u8)> = Vec::new();
+                let mut p = Profile::Empty;
+                // a few bins, often the same ones (as a series' blocks fall)
+                let span = 1 + (next() % 4) as usize;
+                let base = (next() as usize) % bins;
+                for step in 0..12 {
+                    let b = (base + (next() as usize) % span) % bins;
+                    let x = (next() % 1000) as f64 / 7.0;
+                    if table.is_empty() {
+                        table.resize(bins, (x, 0));
+                    }
+                    p.start(x);
+                    let (usual, n) = &mut table[b];
+                    *n = n.saturating_add(1);
+                    *usual += (x - *usual) * 0.02f64.max(1.0 / *n as f64);
+                    let (usual, n) = p.bin_mut(b, bins);
+                    *n = n.saturating_add(1);
+                    *usual += (x - *usual) * 0.02f64.max(1.0 / *n as f64);
+                    assert_eq!(
+                        p.cells(bins).collect::<Vec<_>>(),
+                        table,
+                        "bins {bins} step {step}"
+                    );
+                    for (c, cell) in table.iter().enumerate().take(64) {
+                        assert_eq!(p.value(c).to_bits(), cell.0.to_bits());
+                    }
+                    if step % 3 == 0 {
+                        p = Profile::from_cells(p.cells(bins).collect());
+                    }
+                }
+                let learnt = table.iter().filter(|c| c.1 > 0).count();
+                assert_eq!(matches!(p, Profile::All(_)), learnt > 2, "{p:?}");
+            }
+        }
+        assert!(!Profile::Empty.started() && Profile::from_cells(Vec::new()) == Profile::Empty);
+        // bins that learnt nothing but hold different values: kept as a table
+        let odd = vec![(1.0, 0), (2.0, 0), (3.0, 1)];
+        assert_eq!(Profile::from_cells(odd.clone()), Profile::All(odd));
+    }
+
+    /// The learning weights' table holds what the division gives.
+    #[test]
+    fn weights_are_the_divisions() {
+        for (k, w) in WEIGHTS.iter().enumerate() {
+            let n = std::hint::black_box((k + 1) as f64);
+            assert_eq!(w.to_bits(), (1.0 / n).to_bits(), "1/{n}");
+        }
+    }
+
+    /// A surprise at most `quiet_below`'s bar scores 0 (`half_one_or_below` gives 0):
+    /// on a fine grid up to the bar and past it, for several peaks and `quiet`s.
+    #[test]
+    fn quiet_below_is_below_the_bar() {
+        assert!(quiet_below(1.0, 0.0).is_none() && quiet_below(1.0, 1e-13).is_none());
+        let mut near = 0;
+        for q in [1e-11, 1e-6, 0.05, 0.3, 0.6, 1.0] {
+            for peak in [0.5, 0.5000001, 1.0, 3.7, 1e3, 1e-3] {
+                let bar = quiet_below(peak, q).expect("a bar");
+                for i in 0..=100_000 {
+                    // up to the bar, the last steps an ulp or so apart
+                    let z = bar * (1.0 - (100_000 - i) as f64 * 1e-12);
+                    let z = if i == 100_000 { bar } else { z };
+                    assert_eq!(
+                        half_one_or_below(z / peak, q),
+                        0.0,
+                        "q {q} peak {peak} z {z}"
+                    );
+                }
+                // and the bar is close: 10⁻⁵ above it (then 1.00001² − 1 ≫ the margin)
+                // the test fails
+                let y = bar * 1.00001 / peak;
+                near += usize::from(y * y * std::f64::consts::LN_2 >= 0.99 * q - 1e-12);
+            }
+        }
+        assert_eq!(near, 36);
+    }
+
+    /// `Checks::at_most(t)` is true only where `Checks::z` is at most `t`: on random
+    /// checks whose quotients sit just below, at and just above `t` (a few ulps to
+    /// 10⁻⁶ apart), for the default settings and extreme ones; and it is true for
+    /// most of those clearly below.
+    #[test]
+    fn checks_at_most_bounds_z() {
+        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 11) as f64 / (1u64 << 53) as f64
+        };
+        // how far a quotient sits from t: a relative offset of up to 10⁻⁶ either
+        // way, or a few ulps, or well below
+        let off = |u: f64, v: f64| match (u * 4.0) as u32 {
+            0 => (v - 0.5) * 2e-6,
+            1 => (v - 0.5) * 1e-15,
+            2 => -v,
+            _ => -1.0,
+        };
+        let mut cfgs = vec![Config::default()];
+        for (gate, gap, spread) in [
+            (1e-3, 1e-3, 1.0 + 1e-9),
+            (1e6, 3.0, 1.5),
+            (0.7, 1e5, 1e6),
+            (1e300, 1e300, 1e300),
+        ] {
+            let mut c = Config::default();
+            (c.gate_half, c.gap_half, c.spread_half) = (gate, gap, spread);
+            cfgs.push(c);
+        }
+        let (mut yes, mut clear) = (0usize, 0usize);
+        for cfg in &cfgs {
+            for _ in 0..400_000 {
+                let t = match (next() * 4.0) as u32 {
+                    0 => 0.0,
+                    1 => 10f64.powf(next() * 8.0 - 4.0),
+                    _ => next() * 3.0,
+                };
+                let b = 10f64.powf(next() * 12.0 - 6.0);
+                let point = (t * cfg.gate_half * b * (1.0 + off(next(), next())), b);
+                let b = 10f64.powf(next() * 12.0 - 6.0);
+                let jump = (t * cfg.gate_half * b * (1.0 + off(next(), next())), b);
+                let step = 1.0 + next() * 100.0;
+                let gap = if next() < 0.1 {
+                    (0.0, 0.0)
+                } else {
+                    (
+                        (t * cfg.gap_half * step * (1.0 + off(next(), next()))).clamp(0.0, 1e19),
+                        step,
+                    )
+                };
+                // a spread ratio r with ln r / ln h near t
+                let den = 10f64.powf(next() * 18.0 - 9.0);
+                let r = (t * cfg.spread_half.ln() * (1.0 + off(next(), next()))).exp();
+                // (the recent step is a finite value's, as the first stage's is)
+                let spread = ((den * r).min(1e300), den);
+                let o = off(next(), next());
+                // (the differences of values within ±10³⁰⁰, as the first stage's are)
+                let scale = |(a, b): (f64, f64)| ((a * (1.0 + o)).clamp(0.0, 2e300), b);
+                let c = Checks {
+                    scaled: next() < 0.9,
+                    point: scale(point),
+                    jump: scale(jump),
+                    spread,
+                    gap,
+                };
+                let z = c.z(cfg);
+                if c.at_most(t, cfg) {
+                    assert!(z <= t, "z {z} above {t}: {cfg:?}");
+                    yes += 1;
+                }
+                clear += usize::from(z < t * (1.0 - 1e-8) && t > 1e-100);
+            }
+        }
+        // (the check itself is not vacuous: most of the clearly-below ones pass, all
+        // but those whose spread ratio is within the logarithms' bounds of `t` and,
+        // with settings of 10³⁰⁰, those whose products overflow)
+        assert!(yes * 2 > clear && clear > 100_000, "{yes} of {clear}");
+    }
 
     /// Skipping the `exp` where the score is clearly below the bar changes nothing
     /// at or above it, and gives something below it where it was below: checked on a

@@ -395,7 +395,7 @@ impl Engine {
                 Slot::Watched(WatchedBox::new(Watched {
                     name: name.into(),
                     rule,
-                    det: Detector::new(self.rules.0[rule].config.clone()),
+                    det: self.rules.0[rule].fresh.clone(),
                     tracker: None,
                     open: false,
                     needs_history: !self.fresh_store,
@@ -943,6 +943,17 @@ mod tests {
         // four lines a series in the huge pages (`slab`): the detector's second stage
         // and the event tracker are boxed elsewhere
         assert_eq!(std::mem::size_of::<Watched>(), 256);
+        // a block's last point: three lines (the second stage's pointer is in the
+        // third, with the first stage's cold fields)
+        let mut two = two;
+        for i in 0..15 {
+            two.update(1_700_000_000 + 10 * i, i as f64);
+        }
+        let block_end = std::mem::offset_of!(Watched, det) + two.hot_bytes();
+        assert!(
+            block_end > Watched::FIRST_BYTES && block_end <= 192,
+            "{block_end} bytes"
+        );
         let mut cfg = Config::default();
         cfg.set("block", "0").expect("block");
         let single = Detector::new(cfg);

@@ -87,6 +87,9 @@ pub(crate) struct Rule {
     tags: Vec<TagTest>,
     /// One copy shared by the rule's detectors (kept in the cache, not one per series).
     pub(crate) config: std::sync::Arc<sumi_anomaly::Config>,
+    /// A detector of the rule that has seen nothing: a new series' detector is a copy
+    /// (`Detector::new` would check the settings again, once a series).
+    pub(crate) fresh: sumi_anomaly::Detector,
 }
 
 impl Rule {
@@ -131,11 +134,13 @@ impl Rule {
         for e in t.tags.iter().flatten() {
             text.push_str(&format!(" tag={e:?}"));
         }
+        let config = std::sync::Arc::new(config);
         Ok(Rule {
             text: text.trim().to_string(),
             pattern,
             tags,
-            config: std::sync::Arc::new(config),
+            fresh: sumi_anomaly::Detector::new(config.clone()),
+            config,
         })
     }
 
