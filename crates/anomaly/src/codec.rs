@@ -426,6 +426,7 @@ impl Detector {
             young,
             // rebuilt by `from_state`
             zs: None,
+            gate_zs: [0.0; 5],
             sorted: Vec::new(),
             local_sorted: Vec::new(),
         };
@@ -552,7 +553,6 @@ fn read_gate(
         since_alarm,
         scored: first_scored.is_some(),
         first_scored: first_scored.unwrap_or(crate::detector::NO_TS),
-        zs: [0.0; 5],
     })
 }
 

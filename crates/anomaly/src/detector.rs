@@ -386,6 +386,12 @@ pub(crate) struct State {
     /// turns them into view scores only when asked, which is rarely on the ingest path.
     /// Not saved.
     pub(crate) zs: Option<[f64; VIEWS]>,
+    /// Two-stage only: the first stage's surprises behind the last score (point, gap,
+    /// flatline, step, spread), kept when the caller will explain the score
+    /// ([`Detector::update_explaining`]); not saved. Here, not in [`Gate`], so that
+    /// the first stage, written by every point, is two cache lines with its cold
+    /// fields, and the server's slot three: only an explained point writes them.
+    pub(crate) gate_zs: [f64; 5],
     /// The long window's values in ascending order (`f64::total_cmp`), kept beside the
     /// ring so the median and the median absolute deviation cost O(log n) per point.
     /// Not saved: rebuilt from the ring on restore ([`Detector::from_state`]).
@@ -548,7 +554,9 @@ pub(crate) const NO_TS: i64 = i64::MIN;
 /// settings pointer just before it, [`Detector`] being `repr(C)` too, 120 bytes, two
 /// cache lines of the server's cache-line-aligned slot, [`Detector::hot_bytes`]);
 /// what only a few points touch follows (the time of the first score, the count of
-/// ignored points, the surprises kept for explanations). Hence the narrow fields:
+/// ignored points; the surprises kept for explanations are in the second stage's
+/// box, `State::gate_zs`, so that the server's slot is three lines). Hence the
+/// narrow fields:
 /// `last_ts` with a sentinel instead of an `Option`, and counters that are only
 /// compared with small settings in 32 or 16 bits.
 #[derive(Clone, Debug, PartialEq)]
@@ -597,10 +605,6 @@ pub(crate) struct Gate {
     pub(crate) first_scored: i64,
     /// Late, repeated, out-of-order or non-finite points.
     pub(crate) ignored: u64,
-    /// The first stage's surprises behind the last score (point, gap, flatline, step,
-    /// spread), kept when the caller will explain the score
-    /// ([`Detector::update_explaining`]); not saved.
-    pub(crate) zs: [f64; 5],
 }
 
 impl Default for Gate {
@@ -625,7 +629,6 @@ impl Default for Gate {
             scored: false,
             first_scored: NO_TS,
             ignored: 0,
-            zs: [0.0; 5],
         }
     }
 }
@@ -644,7 +647,7 @@ pub struct Detector {
     pub(crate) gate: Gate,
     /// The full detector's state (the second stage's), boxed: a two-stage detector
     /// reads it once a block, so the detector itself is its settings and first stage
-    /// (184 bytes), which a caller with many series keeps side by side (the server's
+    /// (144 bytes), which a caller with many series keeps side by side (the server's
     /// huge pages).
     pub(crate) st: Box<State>,
 }
@@ -686,6 +689,7 @@ impl Detector {
             settled: false,
             young: None,
             zs: None,
+            gate_zs: [0.0; 5],
             sorted: Vec::new(),
             local_sorted: Vec::new(),
         };
@@ -748,7 +752,7 @@ impl Detector {
             .zs
             .map_or_else(Views::default, |zs| Views::from_surprises(&zs));
         if self.cfg.two_stage() {
-            let [point, gap, flat, jump, spread] = self.gate.zs;
+            let [point, gap, flat, jump, spread] = self.st.gate_zs;
             v.point = v.point.max(half_one(point));
             v.level = v.level.max(half_one(jump));
             v.gap = v.gap.max(half_one(gap));
@@ -1013,7 +1017,7 @@ impl Detector {
         let zs = || checks.explained(z_flat, cfg);
         let Some(raw) = raw else {
             if explain {
-                g.zs = zs();
+                self.st.gate_zs = zs();
             }
             return None;
         };
@@ -1034,7 +1038,7 @@ impl Detector {
         let out = out.clamp(0.0, 1.0);
         let out = if out < cfg.quiet { 0.0 } else { out };
         if explain || out >= cfg.alarm {
-            g.zs = zs();
+            self.st.gate_zs = zs();
         }
         Some(out)
     }

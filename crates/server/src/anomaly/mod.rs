@@ -46,14 +46,20 @@ use rules::Rules;
 use slab::WatchedBox;
 use webhook::{Notifier, WebhookOptions};
 
-/// Shards of the series map (a power of two).
-const SHARDS: usize = 64;
+/// Shards of the series map (a power of two): few, so that a batch's points in each
+/// are many (a batch of 8,192 points, about 500 a shard) and the fetches ahead of
+/// them pay over a long run, rather than starting again every hundred points as at
+/// 64 shards; enough that two threads scoring at once rarely want the same one (and
+/// one that is busy is taken after the others).
+const SHARDS: usize = 16;
 /// How many points ahead of the one being scored [`Engine::score`] fetches a series'
 /// slot, the first lines of its state, and the rest of what its point reads (each
-/// enough for a load from memory to arrive during the points between).
-const SLOT_AHEAD: usize = 32;
-const AHEAD: usize = 16;
-const REST_AHEAD: usize = 6;
+/// enough for a load from memory to arrive during the points between, on a machine
+/// whose memory is busy: at 32, 16 and 6 the fetch of the rest waited for the first
+/// lines; docs/anomaly.md, *Ingest cost*).
+const SLOT_AHEAD: usize = 96;
+const AHEAD: usize = 48;
+const REST_AHEAD: usize = 16;
 /// How far back a series without saved state looks for history to learn from (within
 /// the finest archive of the usual retentions, which whisper's archive choice reads).
 const HISTORY_SECS: i64 = 6 * 3600;
@@ -214,7 +220,7 @@ struct Watched {
     name: Box<str>,
     rule: usize,
     /// The event tracker, boxed (read only around an event, so that the struct is
-    /// four cache lines) and made at the series' first alarm (`None`: a tracker with
+    /// three cache lines) and made at the series' first alarm (`None`: a tracker with
     /// nothing open, as most series' stay: no allocation for them).
     tracker: Option<Box<Tracker>>,
 }
@@ -384,9 +390,18 @@ impl Engine {
 
     /// The slot of a series seen for the first time (at this id): its detached
     /// detector, a new one if a rule watches it, or unwatched.
+    /// Out of line: once per series, and [`Engine::sight`] stays small.
+    #[cold]
+    #[inline(never)]
     fn first_sight(&self, name: &str, now: i64) -> Slot {
-        if let Some(w) = self.detached.lock().expect("detached").remove(name) {
-            return Slot::Watched(w);
+        {
+            let mut detached = self.detached.lock().expect("detached");
+            // (most starts have none: no hash of the name then)
+            if !detached.is_empty() {
+                if let Some(w) = detached.remove(name) {
+                    return Slot::Watched(w);
+                }
+            }
         }
         match self.rules.rule_for(name) {
             None => Slot::Unwatched,
@@ -592,12 +607,35 @@ impl Engine {
         };
         let mut score_name = String::new();
         let mut changes = Vec::new();
-        for (s, shard) in self.shards.iter().enumerate() {
+        // A shard another thread holds is left for after the others (then waited
+        // for), so that two threads scoring at once rarely wait for each other.
+        let (mut next, mut busy) = (0, Vec::new());
+        loop {
+            let (s, wait) = if next < SHARDS {
+                next += 1;
+                (next - 1, false)
+            } else if let Some(s) = busy.pop() {
+                (s, true)
+            } else {
+                break;
+            };
             let group = &order[starts[s]..starts[s + 1]];
             if group.is_empty() {
                 continue;
             }
-            let mut sh = shard.lock().expect("shard");
+            let shard = &self.shards[s];
+            let mut sh = if wait {
+                shard.lock().expect("shard")
+            } else {
+                match shard.try_lock() {
+                    Ok(sh) => sh,
+                    Err(std::sync::TryLockError::WouldBlock) => {
+                        busy.push(s);
+                        continue;
+                    }
+                    Err(std::sync::TryLockError::Poisoned(e)) => panic!("shard: {e}"),
+                }
+            };
             // The slots and the state of the group's series are fetched from memory
             // ahead of their points, so that their cache misses overlap with one
             // another and with the detectors' work: each series' state is touched
@@ -940,9 +978,9 @@ mod tests {
             Watched::FIRST_BYTES
         );
         assert_eq!(std::mem::align_of::<Watched>(), 64);
-        // four lines a series in the huge pages (`slab`): the detector's second stage
+        // three lines a series in the huge pages (`slab`): the detector's second stage
         // and the event tracker are boxed elsewhere
-        assert_eq!(std::mem::size_of::<Watched>(), 256);
+        assert_eq!(std::mem::size_of::<Watched>(), 192);
         // a block's last point: three lines (the second stage's pointer is in the
         // third, with the first stage's cold fields)
         let mut two = two;

@@ -6,9 +6,9 @@
 //! Why: on a wide load each point reads the first two cache lines of its series'
 //! state, one series after another, thousands of series apart, so with 4 KiB pages
 //! nearly every point also misses the TLB (on a virtual machine a two-level page walk),
-//! which the engine's prefetches wait for. In 2 MiB pages the 256 bytes of each of
-//! 100,000 series (26 MB: the detector's first stage inline, its second stage and the
-//! event tracker boxed elsewhere) take 13 TLB entries instead of 6,400. Measured
+//! which the engine's prefetches wait for. In 2 MiB pages the 192 bytes of each of
+//! 100,000 series (19 MB: the detector's first stage inline, its second stage and the
+//! event tracker boxed elsewhere) take 10 TLB entries instead of 4,700. Measured
 //! (docs/anomaly.md, *Ingest cost*): `perf` samples of `Engine::score` and
 //! `Engine::sight` fell by about two thirds. A huge page costs its first touch (here,
 //! on a virtual machine, about 5 ms to fault in 2 MiB, where 4 KiB pages the guest
