@@ -459,9 +459,14 @@ fn read_young(
             at,
         ));
     }
-    let young = Detector::restore(cfg.young_config(), bytes)
-        .map_err(|_| DecodeError::Invalid("bad young detector", at))?;
-    Ok(Some(Box::new(young)))
+    // Saved under other young settings (`young_window`, `young_table_bits`): the
+    // series goes on without its young detector, as one saved before it (version 7)
+    // does, rather than losing its whole state. (The body's CRC covers these bytes.)
+    match Detector::restore(cfg.young_config(), bytes) {
+        Ok(young) => Ok(Some(Box::new(young))),
+        Err(DecodeError::ConfigMismatch { .. }) => Ok(None),
+        Err(_) => Err(DecodeError::Invalid("bad young detector", at)),
+    }
 }
 
 /// The first stage of a version-5 or -6 state, after its `block`.

@@ -506,6 +506,44 @@ fn two_stage_version_7_state_is_read() {
     }
 }
 
+/// A young detector saved under other young settings (`young_window`,
+/// `young_table_bits`: session 13 changed their defaults) does not cost the series
+/// its state: it goes on without the young detector, as a version-7 state does, and
+/// its scores stay in [0, 1]; the second stage and the first are those saved.
+#[test]
+fn two_stage_young_detector_under_other_settings_is_dropped() {
+    let points = series(1500);
+    let mut old = Config::default();
+    old.set("young_window", "512").expect("young_window");
+    old.set("young_table_bits", "11").expect("young_table_bits");
+    let mut det = Detector::new(old);
+    run(&mut det, &points[..500]);
+    let saved = det.save();
+    let n = saved.len();
+    let young = u32::from_le_bytes(saved[n - 8..n - 4].try_into().unwrap());
+    assert!(young > 0, "a young detector at point 500");
+    let cfg = Config::default();
+    let mut restored = Detector::restore(cfg.clone(), &saved).expect("restored");
+    assert_eq!(restored.seen(), 500);
+    let resaved = restored.save();
+    let n = resaved.len();
+    assert_eq!(
+        u32::from_le_bytes(resaved[n - 8..n - 4].try_into().unwrap()),
+        0,
+        "no young detector after the restore"
+    );
+    let got = run(&mut restored, &points[500..]);
+    assert!(got.iter().flatten().all(|s| (0.0..=1.0).contains(s)));
+    assert!(got.iter().flatten().count() > 900, "scored on");
+    // under the settings it was saved with, the young detector comes back
+    let mut same = Config::default();
+    same.set("young_window", "512").expect("young_window");
+    same.set("young_table_bits", "11")
+        .expect("young_table_bits");
+    let back = Detector::restore(same, &saved).expect("restored").save();
+    assert_eq!(back, saved);
+}
+
 /// A two-stage state saved before the block's extremes were kept (version 5) is still
 /// read: the scores continue in [0, 1] and the state saves as version 7, which, less
 /// the extremes and the range, is the version 5 read.
