@@ -16,7 +16,7 @@ use sumi_anomaly::Config;
 
 /// The default configuration's standard-profile score when it was recorded
 /// (docs/anomaly.md). The run is deterministic; the margin only absorbs rounding.
-const RECORDED_STANDARD: f64 = 75.25;
+const RECORDED_STANDARD: f64 = 75.40;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
