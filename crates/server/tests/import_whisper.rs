@@ -112,9 +112,15 @@ fn import_answers_like_graphite_web() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     // every point read is written; the oldest slots may have aged out of their archive's
     // retention since the offline import (whisper drops them when reading): a few slots
-    // of each file, well under 5 % of the points
+    // of each file, well under 5 % of the points. A slot at the very edge of its
+    // retention when the importer read it may age out in the second before the server
+    // places it: the server refuses it and the summary counts it beyond retention
+    // (seen once in CI: 1 of 26,029), never lost silently.
     let read = summary_number(&text, "points:", 0);
-    assert_eq!(summary_number(&text, "points:", 1), read, "{text}");
+    let written = summary_number(&text, "points:", 1);
+    let beyond = summary_number(&text, "points:", 3);
+    assert_eq!(written + beyond, read, "{text}");
+    assert!(beyond <= files, "{text}");
     assert!(
         read <= points && read * 20 >= points * 19,
         "read {read} points over HTTP, {points} offline:\n{text}"
